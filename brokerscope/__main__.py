@@ -1,0 +1,5 @@
+import sys
+
+from brokerscope.cli import main
+
+sys.exit(main())

@@ -1,0 +1,155 @@
+"""The failover story in plain words, from gold tables (read with delta-rs, no JVM)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+
+from brokerscope.config import parse_duration
+
+
+@dataclass(frozen=True)
+class Entry:
+    ts: datetime
+    group: str
+    instance: str
+    what: str  # active | last-active | unanswered | failover | failback | restart | back-inactive | split-brain
+    text: str
+
+    def as_json(self) -> dict:
+        d = asdict(self)
+        d["ts"] = _iso(self.ts)
+        return d
+
+
+def _iso(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _hms(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).strftime("%H:%M:%S.") + f"{ts.microsecond // 100000}"
+
+
+def _rows(t: pa.Table) -> list[dict]:
+    return t.to_pylist()
+
+
+def _fmt_s(x: float | None) -> str:
+    return "?" if x is None else f"{x:.1f} s"
+
+
+def build_timeline(
+    intervals: pa.Table,
+    failovers: pa.Table,
+    split_brain: pa.Table,
+    broker_state: pa.Table,
+    group: str | None = None,
+    since: datetime | None = None,
+) -> list[Entry]:
+    errors = {(r["instance"], r["ts"]): r["error"] for r in _rows(broker_state.select(["instance", "ts", "error"])) if r["error"]}
+    role_word = {}
+    for r in _rows(broker_state.select(["instance", "role", "active"])):
+        if r["active"] is True:
+            role_word[r["instance"]] = r["role"]
+    entries: list[Entry] = []
+    handed_over = {(e["to_instance"], e["new_first_active"]) for e in _rows(failovers)}
+    ended_by_event = {(e["from_instance"], e["old_last_active"]) for e in _rows(failovers)}
+
+    for iv in _rows(intervals):
+        inst, g = iv["instance"], iv["group_name"]
+        word = role_word.get(inst, "active")
+        if (inst, iv["start_ts"]) not in handed_over:
+            entries.append(Entry(iv["start_ts"], g, inst, "active", f"{inst} {word} (first seen active)"))
+        if iv["is_open"]:
+            continue
+        if (inst, iv["end_ts"]) not in ended_by_event:
+            entries.append(Entry(iv["end_ts"], g, inst, "last-active", f"{inst} last seen {word}"))
+        if iv["end_upper"] is not None and iv["end_upper_state"] == "unanswered":
+            err = errors.get((inst, iv["end_upper"])) or "no answer"
+            entries.append(Entry(iv["end_upper"], g, inst, "unanswered", f"{inst} stopped answering ({_short(err)})"))
+        if iv["first_inactive_after"] is not None:
+            entries.append(
+                Entry(iv["first_inactive_after"], g, inst, "back-inactive", f"{inst} answering again, not {word} (standby)")
+            )
+    for e in _rows(failovers):
+        g, old, new = e["group_name"], e["from_instance"], e["to_instance"]
+        word = role_word.get(new, "active")
+        entries.append(Entry(e["old_last_active"], g, old, "last-active", f"{old} last seen {role_word.get(old, 'active')}"))
+        if e["event_type"] == "restart":
+            text = f"{new} {word} again after a restart"
+        else:
+            text = f"{new} became {word} — {e['event_type']} {old} → {new}"
+        if e["outage_upper_s"] is not None:
+            lower = f", ≥ {e['outage_lower_s']:.1f} s" if e["outage_lower_s"] is not None else ""
+            text += f", outage ≤ {e['outage_upper_s']:.1f} s{lower}"
+        if e["detection_s"] is not None:
+            text += f" (taken over {_fmt_s(e['detection_s'])} after {old}'s first missed scrape)"
+        if e["overlap"]:
+            text += " — both were active for a while, see SPLIT BRAIN"
+        entries.append(Entry(e["new_first_active"], g, new, e["event_type"], text))
+    for w in _rows(split_brain):
+        text = (
+            f"SPLIT BRAIN ({w['certainty']}): {w['instance_a']} and {w['instance_b']} both active "
+            f"from {_hms(w['certain_start'])} to {_hms(w['certain_end'])} ({w['duration_s']:.1f} s observed"
+        )
+        if w["possible_start"] is not None and w["possible_end"] is not None:
+            text += f", at most {(w['possible_end'] - w['possible_start']).total_seconds():.1f} s"
+        text += ")"
+        if w["enqueued_a"] is not None or w["enqueued_b"] is not None:
+            text += f"; messages accepted: {w['instance_a']} {w['enqueued_a'] or 0}, {w['instance_b']} {w['enqueued_b'] or 0}"
+        entries.append(Entry(w["certain_start"], w["group_name"], f"{w['instance_a']}+{w['instance_b']}", "split-brain", text))
+
+    seen = set()
+    out = []
+    for e in sorted(entries, key=lambda e: (e.group, e.ts, e.what != "last-active")):
+        key = (e.ts, e.instance, e.what)
+        if key in seen:
+            continue
+        seen.add(key)
+        if group and e.group != group:
+            continue
+        if since and e.ts < since:
+            continue
+        out.append(e)
+    return out
+
+
+def _short(err: str) -> str:
+    first = err.split(";")[0]
+    for marker in ("connection refused", "no answer within the timeout", "HTTP 401", "HTTP 403", "truncated", "HTML"):
+        if marker.lower() in first.lower():
+            return marker
+    return first[:80]
+
+
+def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
+    """'2026-11-21T22:30:00Z' or a look-back like '15m' / '2h'."""
+    if not text:
+        return None
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    except ValueError:
+        pass
+    now = now or datetime.now(timezone.utc)
+    return now - timedelta(seconds=parse_duration(text))
+
+
+def render_text(entries: list[Entry]) -> str:
+    if not entries:
+        return "no role changes found (run `brokerscope analyze` after collecting or replaying)\n"
+    lines = []
+    group = None
+    for e in entries:
+        if e.group != group:
+            group = e.group
+            lines.append(f"group {group}  ({e.ts.astimezone(timezone.utc):%Y-%m-%d} UTC)")
+        lines.append(f"  {_hms(e.ts)}  {e.text}")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(entries: list[Entry]) -> str:
+    return json.dumps([e.as_json() for e in entries], indent=2) + "\n"

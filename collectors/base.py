@@ -1,0 +1,185 @@
+"""What every broker pack shares: the observation envelope, the walk over Jolokia answers, the
+pack interface and registry.
+
+A pack says which requests to send for a target and turns one observation (requests + raw
+response) into silver rows. Packs interpret each response item by the request it *echoes*
+(`item["request"]`), falling back to the request at the same position, so recordings made by other
+pollers replay too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterator, Protocol
+
+from collectors.jolokia import error_marker, item_error
+from collectors.objectname import ObjectName, ObjectNameError, parse_object_name
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One exchange with one target, as stored in bronze (and in a recording)."""
+
+    ts: datetime  # UTC, ms precision
+    target: str
+    kind: str
+    group: str | None
+    requests: list[dict]
+    response: Any  # parsed JSON body or None
+    error: str | None
+    elapsed_ms: float | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.error is None and isinstance(self.response, list)
+
+
+@dataclass
+class MBeanRead:
+    """Attributes of one MBean from one response item (or the item's error)."""
+
+    mbean: ObjectName
+    attributes: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # attribute → error (ignoreErrors markers)
+    item_error: str | None = None  # the whole item failed (404 / 500 …)
+    status: int = 200
+
+
+def _attr_list(attr: Any) -> list[str] | None:
+    if attr is None:
+        return None
+    if isinstance(attr, str):
+        return [attr]
+    return [a for a in attr if isinstance(a, str)]
+
+
+def iter_mbean_reads(requests: list[dict], response: list) -> Iterator[MBeanRead]:
+    """Flatten read answers into one MBeanRead per MBean. Non-read items are skipped."""
+    for i, item in enumerate(response):
+        if not isinstance(item, dict):
+            continue
+        req = item.get("request") if isinstance(item.get("request"), dict) else None
+        if req is None and i < len(requests):
+            req = requests[i]
+        if not req or req.get("type") != "read" or not isinstance(req.get("mbean"), str):
+            continue
+        try:
+            name = parse_object_name(req["mbean"])
+        except ObjectNameError:
+            continue
+        attrs = _attr_list(req.get("attribute"))
+        err = item_error(item)
+        if err is not None:
+            yield MBeanRead(name, item_error=err, status=int(item.get("status") or 0))
+            continue
+        value = item.get("value")
+        if name.pattern:
+            if not isinstance(value, dict):
+                continue
+            for mbean_name, mbean_value in value.items():
+                try:
+                    mbean = parse_object_name(mbean_name)
+                except ObjectNameError:
+                    continue
+                yield _split_values(mbean, mbean_value if isinstance(mbean_value, dict) else {})
+        elif attrs is not None and len(attrs) == 1 and isinstance(req.get("attribute"), str):
+            yield _split_values(name, {attrs[0]: value})
+        elif isinstance(value, dict):
+            yield _split_values(name, value)
+
+
+def _split_values(mbean: ObjectName, values: dict) -> MBeanRead:
+    read = MBeanRead(mbean)
+    for k, v in values.items():
+        marker = error_marker(v)
+        if marker is not None:
+            read.errors[k] = marker
+        else:
+            read.attributes[k] = v
+    return read
+
+
+def as_int(v: Any) -> int | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def as_bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    return None
+
+
+@dataclass
+class Rows:
+    """Silver rows produced from one observation, by table name."""
+
+    broker_state: list[dict] = field(default_factory=list)
+    destination_state: list[dict] = field(default_factory=list)
+
+
+class BrokerPack(Protocol):
+    kind: str
+
+    def requests(self, broker_name: str = "*") -> list[dict]: ...
+
+    def normalize(self, obs: Observation, obs_key: str) -> Rows: ...
+
+
+def unanswered_state_row(obs: Observation, obs_key: str) -> dict:
+    """A scrape without usable answer: indeterminate, never 'down'."""
+    return {
+        "obs_key": obs_key,
+        "ts": obs.ts,
+        "obs_date": obs.ts.strftime("%Y-%m-%d"),
+        "kind": obs.kind,
+        "group_name": obs.group or obs.target,
+        "instance": obs.target,
+        "reachable": False,
+        "active": None,
+        "role": "unknown",
+        "error": obs.error or "no JSON array in response",
+        "scrape_ms": obs.elapsed_ms,
+    }
+
+
+# --- the observation envelope (recordings and bronze share it) -----------------------------------
+
+
+def format_ts(ts: datetime) -> str:
+    """RFC 3339, UTC, millisecond precision: 2026-11-21T22:32:33.012Z."""
+    ts = ts.astimezone(timezone.utc)
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+
+
+def parse_ts(text: str) -> datetime:
+    t = text.strip()
+    if t.endswith("Z"):
+        t = t[:-1] + "+00:00"
+    ts = datetime.fromisoformat(t)
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    ts = ts.astimezone(timezone.utc)
+    return ts.replace(microsecond=(ts.microsecond // 1000) * 1000)
+
+
+def ms_floor(epoch_s: float) -> datetime:
+    """Epoch seconds → UTC datetime truncated to ms (what a recording can represent)."""
+    ms = int(epoch_s * 1000)
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def obs_key(source: str, target: str, ts: datetime, requests: list[dict]) -> str:
+    h = hashlib.sha256()
+    h.update(f"{source}\x00{target}\x00{format_ts(ts)}\x00".encode())
+    h.update(json.dumps(requests, sort_keys=True, separators=(",", ":")).encode())
+    return h.hexdigest()[:32]

@@ -1,0 +1,227 @@
+"""Async Jolokia client: one bulk POST per scrape, read-only by construction.
+
+`JolokiaClient.bulk()` never raises for a target that misbehaves: it returns an `Exchange` that
+carries the raw body (when there is one) plus a classified error, so a scraper can record an error
+observation and move on to the other targets. Per-item statuses (404 for MBeans a passive broker
+does not have, 500 "Broker is not yet started") are facts inside a successful exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import ssl
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+READ_ONLY_TYPES = frozenset({"read", "search", "list", "version"})
+_RETRYABLE = frozenset({"refused", "timeout", "http_5xx"})
+
+
+class UnsafeRequestError(ValueError):
+    """A request type that could change a broker (exec, write) was asked for."""
+
+
+@dataclass
+class Exchange:
+    """One bulk request and what came back."""
+
+    url: str
+    requests: list[dict]
+    started: float  # epoch seconds when the request was sent (observation time)
+    elapsed_ms: float
+    http_status: int | None = None
+    body: Any = None  # parsed JSON body (list for bulk) or None
+    error: str | None = None  # human-readable, names the target and what to do
+    error_kind: str | None = None  # refused | timeout | auth | forbidden | http | not_json | truncated | tls | other
+    attempts: int = 1
+    raw_text: str | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def items(self) -> list[dict]:
+        """Response items in request order ([] when the exchange failed)."""
+        if not self.ok or not isinstance(self.body, list):
+            return []
+        return self.body
+
+
+def check_read_only(requests: list[dict]) -> None:
+    for i, r in enumerate(requests):
+        t = r.get("type") if isinstance(r, dict) else None
+        if t not in READ_ONLY_TYPES:
+            raise UnsafeRequestError(
+                f"request {i} has type {t!r}; brokerscope only sends {sorted(READ_ONLY_TYPES)} "
+                "(monitoring must never change a broker)"
+            )
+
+
+def _looks_truncated(text: str) -> bool:
+    s = text.strip()
+    return bool(s) and s[0] in "[{" and s[-1] not in "]}"
+
+
+def classify_body(name: str, status: int, text: str, content_type: str) -> tuple[Any, str | None, str | None]:
+    """Turn an HTTP answer into (json body, error, error_kind)."""
+    if status == 401:
+        return None, (
+            f"{name}: HTTP 401 Unauthorized — the Jolokia endpoint wants credentials; set username "
+            "and password_env/password_file for this target"
+        ), "auth"
+    if status == 403:
+        return None, (
+            f"{name}: HTTP 403 Forbidden — credentials lack the role, or the agent's strict "
+            "Origin check rejected us; set `origin:` to a value allowed by jolokia-access.xml"
+        ), "forbidden"
+    try:
+        body = json.loads(text)
+    except ValueError:
+        snippet = " ".join(text.strip().split())[:120]
+        if _looks_truncated(text):
+            return None, f"{name}: response JSON is truncated ({len(text)} bytes received); the connection was cut mid-body", "truncated"
+        what = "an HTML page" if "<html" in text[:500].lower() or "html" in content_type else "a non-JSON body"
+        return None, (
+            f"{name}: HTTP {status} returned {what} instead of Jolokia JSON ({snippet!r}); check the "
+            "URL points at the Jolokia endpoint (ActiveMQ: /api/jolokia, Artemis: /console/jolokia)"
+        ), "not_json"
+    if status >= 400 and not isinstance(body, list):
+        msg = body.get("error") if isinstance(body, dict) else None
+        return body, f"{name}: HTTP {status} from Jolokia: {msg or text[:120]}", "http_5xx" if status >= 500 else "http"
+    if not isinstance(body, list):
+        # A single error object instead of the bulk array (e.g. Jolokia rejected the whole POST).
+        err = body.get("error") if isinstance(body, dict) else None
+        return body, f"{name}: expected a JSON array for a bulk request, got {type(body).__name__}: {err or text[:120]}", "http"
+    return body, None, None
+
+
+class JolokiaClient:
+    """Async client for one Jolokia endpoint. Use as an async context manager."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        origin: str | None = None,
+        timeout: float = 5.0,
+        retries: int = 1,
+        backoff: float = 0.2,
+        verify: bool | str = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url
+        self.name = name or url
+        self.retries = retries
+        self.backoff = backoff
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if origin:
+            headers["Origin"] = origin
+        auth = httpx.BasicAuth(username, password or "") if username else None
+        if isinstance(verify, str):
+            verify = ssl.create_default_context(cafile=verify)
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            auth=auth,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)),
+            verify=verify,
+            follow_redirects=False,
+            transport=transport,
+            limits=httpx.Limits(max_connections=2, max_keepalive_connections=1),
+        )
+
+    async def __aenter__(self) -> "JolokiaClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def bulk(self, requests: list[dict], *, deadline: float | None = None) -> Exchange:
+        """POST the requests as one bulk array; retry transport failures with jittered backoff.
+
+        `deadline` (epoch seconds) stops retrying once passed, so a slow target never delays the
+        next scrape. The observation time is the first attempt's send time.
+        """
+        check_read_only(requests)
+        payload = json.dumps(requests).encode()
+        started = time.time()
+        t0 = time.perf_counter()
+        ex = Exchange(self.url, requests, started, 0.0)
+        for attempt in range(1, self.retries + 2):
+            ex.attempts = attempt
+            await self._once(payload, ex)
+            if ex.ok or ex.error_kind not in _RETRYABLE or attempt > self.retries:
+                break
+            pause = self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random())
+            if deadline is not None and time.time() + pause >= deadline:
+                break
+            await asyncio.sleep(pause)
+        ex.elapsed_ms = (time.perf_counter() - t0) * 1000.0
+        return ex
+
+    async def _once(self, payload: bytes, ex: Exchange) -> None:
+        ex.error = ex.error_kind = None
+        ex.body = ex.http_status = ex.raw_text = None
+        try:
+            resp = await self._client.post(self.url, content=payload)
+            text = resp.text
+        except httpx.ConnectError as e:
+            cause = str(e) or type(e).__name__
+            if "CERTIFICATE" in cause.upper() or "SSL" in cause.upper():
+                ex.error, ex.error_kind = (
+                    f"{self.name}: TLS verification failed ({cause}); set ca_file to the CA that "
+                    "signed the broker's certificate (verify_tls: false only for a lab)"
+                ), "tls"
+            else:
+                ex.error, ex.error_kind = (
+                    f"{self.name}: connection refused at {self.url} ({cause}); the JVM or its Jolokia "
+                    "agent is not listening — is the broker running?"
+                ), "refused"
+            return
+        except httpx.TimeoutException as e:
+            ex.error, ex.error_kind = (
+                f"{self.name}: no answer within the timeout ({type(e).__name__}); the JVM may be "
+                "paused (GC, SIGSTOP) or overloaded — state unknown"
+            ), "timeout"
+            return
+        except httpx.RemoteProtocolError as e:
+            ex.error, ex.error_kind = f"{self.name}: connection dropped mid-response ({e}); response truncated", "truncated"
+            return
+        except httpx.HTTPError as e:
+            ex.error, ex.error_kind = f"{self.name}: HTTP error {type(e).__name__}: {e}", "other"
+            return
+        ex.http_status = resp.status_code
+        ex.raw_text = text
+        body, error, kind = classify_body(self.name, resp.status_code, text, resp.headers.get("content-type", ""))
+        ex.body, ex.error, ex.error_kind = body, error, kind
+        if ex.ok and len(body) != len(json.loads(payload)):
+            ex.error, ex.error_kind = (
+                f"{self.name}: sent {len(json.loads(payload))} requests but got {len(body)} answers", "http"
+            )
+
+
+def item_error(item: dict) -> str | None:
+    """The error of one response item, or None when status is 200."""
+    status = item.get("status")
+    if status == 200:
+        return None
+    return f"{status}: {item.get('error_type') or ''} {item.get('error') or ''}".strip()
+
+
+def error_marker(value: Any) -> str | None:
+    """Recognize an `ignoreErrors=true` value marker (string ≤2.4, object ≥2.5)."""
+    if isinstance(value, str) and value.startswith("ERROR: "):
+        return value[7:]
+    if isinstance(value, dict) and value.get(".error") is True:
+        return f"{value.get('error_type', '')}: {value.get('error', '')}"
+    return None

@@ -1,0 +1,17 @@
+"""Registry of broker packs by kind."""
+
+from __future__ import annotations
+
+from collectors.activemq import ActiveMQPack
+from collectors.base import BrokerPack
+
+PACKS: dict[str, BrokerPack] = {p.kind: p for p in (ActiveMQPack(),)}
+
+
+def pack_for(kind: str) -> BrokerPack:
+    try:
+        return PACKS[kind]
+    except KeyError:
+        raise NotImplementedError(
+            f"no collector pack for kind {kind!r} yet (available: {', '.join(sorted(PACKS))})"
+        ) from None
