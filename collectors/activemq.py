@@ -84,16 +84,19 @@ class ActiveMQPack:
         broker_errors: dict[str, list[str]] = {}
         pattern_errors: list[str] = []
         for r in reads:
+            if r.mbean.pattern:
+                # A failed pattern read (404: no MBean matches yet) names no broker or queue.
+                if r.item_error and r.mbean.get("destinationType") is None:
+                    pattern_errors.append(r.item_error)
+                continue
             if _is_broker_mbean(r):
                 b = r.mbean["brokerName"]
                 brokers.setdefault(b, {}).update(r.attributes)
                 errs = [f"{k}: {v}" for k, v in r.errors.items()]
-                if r.item_error and r.mbean.pattern is False:
+                if r.item_error:
                     errs.append(r.item_error)
                 if errs:
                     broker_errors.setdefault(b, []).extend(errs)
-            elif r.item_error and r.mbean.domain == DOMAIN and r.mbean.get("type") == "Broker" and r.mbean.get("destinationType") is None:
-                pattern_errors.append(r.item_error)
 
         date = obs.ts.strftime("%Y-%m-%d")
         multiple = len(brokers) > 1
@@ -121,7 +124,7 @@ class ActiveMQPack:
                     "total_messages": as_int(attrs.get("TotalMessageCount")),
                     "consumers": as_int(attrs.get("TotalConsumerCount")),
                     "producers": as_int(attrs.get("TotalProducerCount")),
-                    "error": "; ".join(broker_errors.get(broker, [])) or None if slave is None else None,
+                    "error": ("; ".join(broker_errors.get(broker, [])) or None) if slave is None else None,
                     "scrape_ms": obs.elapsed_ms,
                 }
             )
@@ -144,7 +147,7 @@ class ActiveMQPack:
             )
 
         for r in reads:
-            if not _is_destination_mbean(r):
+            if r.mbean.pattern or r.item_error or not _is_destination_mbean(r):
                 continue
             m, a = r.mbean, r.attributes
             broker = m["brokerName"]

@@ -1,0 +1,71 @@
+"""ActiveMQ pack on real answers captured from the lab's master and waiting slave (ActiveMQ 5.17,
+jolokia-core 1.7.1), and on the Jolokia ≥2.5 forms described in CATALOG §6.4."""
+
+import copy
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from collectors.activemq import ActiveMQPack
+from collectors.base import Observation
+
+CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "activemq_bulk_master_slave.json").read_text())
+TS = datetime(2026, 11, 21, 22, 0, tzinfo=timezone.utc)
+PACK = ActiveMQPack()
+
+
+def normalize(target, response, error=None):
+    obs = Observation(TS, target, "activemq", "store-1", PACK.requests(), response, error, 12.0)
+    return PACK.normalize(obs, "k1")
+
+
+def test_master():
+    rows = normalize("amq-a", CAPTURE["amq-a"])
+    (b,) = rows.broker_state
+    assert (b["instance"], b["role"], b["active"], b["reachable"]) == ("amq-a", "master", True, True)
+    assert b["broker_name"] == "amq-a" and b["broker_id"].startswith("ID:")
+    assert b["uptime_ms"] > 0 and b["total_enqueued"] is not None and b["error"] is None
+    (q,) = rows.destination_state
+    assert (q["destination"], q["destination_type"], q["messages"], q["consumers"]) == ("BROKERSCOPE.LAB", "queue", 0, 0)
+
+
+def test_waiting_slave_is_a_fact_not_an_error():
+    rows = normalize("amq-b", CAPTURE["amq-b"])
+    (b,) = rows.broker_state
+    assert (b["role"], b["active"], b["reachable"]) == ("slave", False, True)
+    assert b["total_enqueued"] is None and b["broker_id"] is None  # "Broker is not yet started." markers
+    assert b["broker_name"] == "amq-b"  # from the ObjectName when the attribute throws
+    assert rows.destination_state == []  # a slave has no queue MBeans
+
+
+def test_unanswered_scrape_is_indeterminate():
+    rows = normalize("amq-a", None, error="amq-a: connection refused")
+    (b,) = rows.broker_state
+    assert (b["reachable"], b["active"], b["role"]) == (False, None, "unknown")
+    assert "refused" in b["error"]
+
+
+def test_echo_decides_not_our_request_order():
+    """A recording from another poller: items in another order, as-registered keys (Jolokia ≥2.5),
+    object error markers (≥2.5), no `config` echoed."""
+    resp = copy.deepcopy(CAPTURE["amq-b"])
+    resp.reverse()
+    for item in resp:
+        item["value"] = {
+            k.replace("brokerName=amq-b,type=Broker", "type=Broker,brokerName=amq-b"): {
+                a: ({".error": True, "error_type": "java.lang.IllegalStateException", "error": "Broker is not yet started."}
+                    if isinstance(v, str) and v.startswith("ERROR") else v)
+                for a, v in vals.items()
+            }
+            for k, vals in (item.get("value") or {}).items()
+        } if isinstance(item.get("value"), dict) else item.get("value")
+    obs = Observation(TS, "amq-b", "activemq", "store-1", [], resp, None, 1.0)
+    (b,) = PACK.normalize(obs, "k").broker_state
+    assert (b["role"], b["active"], b["broker_name"], b["total_enqueued"]) == ("slave", False, "amq-b", None)
+
+
+def test_jvm_without_broker_mbean_is_not_active():
+    resp = [{"request": r, "status": 404, "error_type": "javax.management.InstanceNotFoundException",
+             "error": "No MBean with pattern found"} for r in PACK.requests()]
+    (b,) = normalize("amq-a", resp).broker_state
+    assert (b["reachable"], b["active"], b["role"]) == (True, False, "starting")
