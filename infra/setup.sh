@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# brokerscope: idempotent setup of a fresh Debian (12) machine for the real ActiveMQ lab.
+#
+#   sudo infra/setup.sh            # or as root; PYTHON=/path/to/python3 to pick the interpreter
+#
+# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless (apt-get update only
+#    when something is missing)
+# 2. make sure the Debian activemq service is stopped and disabled (the lab starts its own JVMs; a
+#    system broker would hold 61616/8161)
+# 3. pip install -e '.[test]' when brokerscope/pyspark/deltalake are not importable
+# 4. build the read-only Jolokia agent jar (infra.lab.build_agent)
+# Fast no-op when everything is in place.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless)
+
+say() { printf '[setup] %s\n' "$*"; }
+
+SUDO=""
+if [ "$(id -u)" != "0" ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+fi
+
+# ---------------------------------------------------------------- 1. Debian packages
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
+        missing+=("$pkg")
+    fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" != "0" ] && [ -z "$SUDO" ]; then
+        say "missing packages: ${missing[*]} - run this script as root"; exit 1
+    fi
+    say "installing: ${missing[*]}"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+    say "packages present: ${PACKAGES[*]}"
+fi
+
+# ---------------------------------------------------------------- 2. no system ActiveMQ service
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    if systemctl is-active --quiet activemq 2>/dev/null; then
+        say "stopping system activemq service"
+        $SUDO systemctl stop activemq || true
+    fi
+    if systemctl is-enabled --quiet activemq 2>/dev/null; then
+        say "disabling system activemq service"
+        $SUDO systemctl disable activemq >/dev/null 2>&1 || true
+    fi
+elif [ -x /etc/init.d/activemq ]; then
+    if ls /var/run/activemq/*.pid >/dev/null 2>&1; then
+        say "stopping system activemq (init.d)"
+        $SUDO /etc/init.d/activemq stop || true
+    fi
+    if ls /etc/rc[2-5].d/S*activemq >/dev/null 2>&1 && command -v update-rc.d >/dev/null 2>&1; then
+        say "disabling system activemq (update-rc.d)"
+        $SUDO update-rc.d activemq disable >/dev/null 2>&1 || true
+    fi
+fi
+# The Debian init script only runs instances linked into /etc/activemq/instances-enabled (empty by
+# default); report (do not touch) any that are enabled.
+if [ -d /etc/activemq/instances-enabled ] && [ -n "$(ls -A /etc/activemq/instances-enabled 2>/dev/null)" ]; then
+    say "note: /etc/activemq/instances-enabled is not empty: $(ls /etc/activemq/instances-enabled | tr '\n' ' ')"
+fi
+
+# ---------------------------------------------------------------- 3. Python package
+cd "$REPO_ROOT"
+if "$PYTHON" -c 'import brokerscope, pyspark, deltalake' >/dev/null 2>&1; then
+    say "python deps present ($("$PYTHON" --version 2>&1))"
+else
+    say "pip install -e '.[test]'"
+    "$PYTHON" -m pip install -q -e '.[test]'
+fi
+
+# ---------------------------------------------------------------- 4. Jolokia agent jar
+jar="$("$PYTHON" -c 'from infra.lab import build_agent; print(build_agent())')"
+say "jolokia agent: $jar"
+say "done"
