@@ -89,7 +89,9 @@ class Collector:
             username=t.username,
             password=t.password(),
             origin=t.effective_origin,
-            timeout=min(t.timeout, max(self.config.scrape_interval * 0.9, 0.2)),
+            # As Prometheus: a scrape may take up to the interval (never less than 1 s, so a busy
+            # JVM is not declared unknown too eagerly); a late scrape skips ticks instead of piling up.
+            timeout=min(t.timeout, max(self.config.scrape_interval, 1.0)),
             retries=1,
             backoff=min(0.1, self.config.scrape_interval / 10),
             verify=verify,

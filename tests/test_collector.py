@@ -1,0 +1,52 @@
+"""The live collector: every target scraped on its own cadence; bad targets become error
+observations in bronze while the others keep going; recording = what bronze got."""
+
+import asyncio
+import json
+
+from brokerscope.config import config_from_dict
+from collectors.recording import read_envelopes
+from collectors.scraper import Collector
+from lakehouse.store import Lakehouse
+from tests.servers import agent_jvm, bad_http, free_port
+
+
+def test_bad_targets_do_not_stop_the_good_one(tmp_path):
+    with agent_jvm(tmp_path) as good, agent_jvm(tmp_path, user="u", password="p") as authed, \
+            bad_http("html") as html, bad_http("truncated") as trunc:
+        cfg = config_from_dict({
+            "lakehouse": str(tmp_path / "lh"),
+            "scrape_interval": "250ms",
+            "flush_interval": "500ms",
+            "targets": [
+                {"name": "good", "kind": "activemq", "url": good.url, "group": "g"},
+                {"name": "no-creds", "kind": "activemq", "url": authed.url},
+                {"name": "html", "kind": "activemq", "url": html},
+                {"name": "truncated", "kind": "activemq", "url": trunc},
+                {"name": "refused", "kind": "activemq", "url": f"http://127.0.0.1:{free_port()}/jolokia"},
+            ],
+        })
+        rec = tmp_path / "rec.jsonl.gz"
+        col = Collector(cfg, record=str(rec))
+        stats = asyncio.run(col.run(duration=2.0))
+
+    lh = Lakehouse(tmp_path / "lh")
+    rows = lh.read("bronze_jolokia").to_pylist()
+    by = {}
+    for r in rows:
+        by.setdefault(r["target"], []).append(r)
+    assert set(by) == {"good", "no-creds", "html", "truncated", "refused"}
+    # the good target kept its cadence despite four failing neighbours (2 s / 0.25 s ≈ 8 scrapes)
+    assert len(by["good"]) >= 6
+    assert all(r["error"] is None and json.loads(r["response_json"])[0]["status"] == 404 for r in by["good"]), [r["error"] for r in by["good"]]
+    expect = {"no-creds": "auth", "html": "not_json", "truncated": "truncated", "refused": "refused"}
+    for name, kind in expect.items():
+        assert by[name], name
+        assert {r["error_kind"] for r in by[name]} == {kind}, name
+        assert all(r["response_json"] is None and name in r["error"] for r in by[name])
+    assert stats.targets["good"].errors == 0 and stats.targets["refused"].errors == stats.targets["refused"].scrapes
+    # the recording holds exactly what bronze holds
+    envs = list(read_envelopes(rec))
+    assert len(envs) == len(rows)
+    # bronze rows are unique per key
+    assert len({r["obs_key"] for r in rows}) == len(rows)
