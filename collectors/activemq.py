@@ -151,7 +151,7 @@ class ActiveMQPack:
                 continue
             m, a = r.mbean, r.attributes
             broker = m["brokerName"]
-            rows.destination_state.append(
+            rows.destination_stats.append(
                 {
                     "obs_key": obs_key,
                     "ts": obs.ts,
@@ -160,6 +160,7 @@ class ActiveMQPack:
                     "group_name": obs.group or obs.target,
                     "instance": f"{obs.target}/{decode_activemq(broker)}" if multiple else obs.target,
                     "destination": decode_activemq(m["destinationName"]),
+                    "logical_destination": decode_activemq(m["destinationName"]),
                     "destination_type": _DEST_TYPES[m["destinationType"]],
                     "messages": as_int(a.get("QueueSize")),
                     "consumers": as_int(a.get("ConsumerCount")),

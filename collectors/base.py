@@ -124,7 +124,7 @@ class Rows:
     """Silver rows produced from one observation, by table name."""
 
     broker_state: list[dict] = field(default_factory=list)
-    destination_state: list[dict] = field(default_factory=list)
+    destination_stats: list[dict] = field(default_factory=list)
 
 
 class BrokerPack(Protocol):

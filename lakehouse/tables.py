@@ -150,7 +150,12 @@ BROKER_STATE = TableContract(
         _c("broker_id", pa.string(), "broker id / NodeID reported by the broker"),
         _c("reachable", pa.bool_(), "the target answered the scrape with usable JSON", False),
         _c("active", pa.bool_(), "serving as live/master; null when unknown (no answer)"),
-        _c("role", pa.string(), "master | slave | live | backup | unknown", False),
+        _c("role", pa.string(), "master | slave | live | backup | starting | unknown", False),
+        _c("backup", pa.bool_(), "configured/runtime backup (Artemis `Backup`); null where the kind has no such flag"),
+        _c("replica_sync", pa.bool_(), "backup synchronized with its live (Artemis `ReplicaSync`); null if not reported"),
+        _c("node_id", pa.string(), "HA identity the broker reports (Artemis NodeID, shared by live and backup)"),
+        _c("activation_sequence", pa.int64(), "local activation sequence (Artemis ≥2.18)"),
+        _c("ha_policy", pa.string(), "configured HA policy as reported (Artemis `HAPolicy`)"),
         _c("uptime_ms", pa.int64(), "broker uptime in ms as reported"),
         _c("connections", pa.int64(), "current client connections"),
         _c("total_enqueued", pa.int64(), "messages enqueued since broker start"),
@@ -166,8 +171,8 @@ BROKER_STATE = TableContract(
     written_by="lakehouse.jobs.spine (brokerscope analyze)",
 )
 
-DESTINATION_STATE = TableContract(
-    name="destination_state",
+DESTINATION_STATS = TableContract(
+    name="destination_stats",
     layer="silver",
     doc=(
         "One row per destination (queue/topic) per instance per observation, normalized over "
@@ -180,7 +185,8 @@ DESTINATION_STATE = TableContract(
         _c("kind", pa.string(), "broker kind", False),
         _c("group_name", pa.string(), "HA group", False),
         _c("instance", pa.string(), "broker instance", False),
-        _c("destination", pa.string(), "destination name as reported (user-controlled text)", False),
+        _c("destination", pa.string(), "destination (member) name as reported (user-controlled text)", False),
+        _c("logical_destination", pa.string(), "the logical destination a member belongs to (WebLogic distributed destination; else = destination)", False),
         _c("destination_type", pa.string(), "queue | topic | temp-queue | temp-topic", False),
         _c("messages", pa.int64(), "messages currently on the destination (ActiveMQ QueueSize)"),
         _c("consumers", pa.int64(), "current consumers"),
@@ -191,6 +197,7 @@ DESTINATION_STATE = TableContract(
         _c("dispatched", pa.int64(), "dispatched since start"),
         _c("expired", pa.int64(), "expired since start"),
         _c("forwarded", pa.int64(), "forwarded to a networked broker since start"),
+        _c("oldest_message_age_ms", pa.int64(), "age of the oldest message where the broker reports it (Artemis FirstMessageAge)"),
     ),
     keys=("obs_key", "instance", "destination_type", "destination"),
     partition_by=("obs_date",),
@@ -297,7 +304,7 @@ TABLES: dict[str, TableContract] = {
     for t in (
         BRONZE_JOLOKIA,
         BROKER_STATE,
-        DESTINATION_STATE,
+        DESTINATION_STATS,
         ROLE_INTERVALS,
         FAILOVER_EVENTS,
         SPLIT_BRAIN_WINDOWS,

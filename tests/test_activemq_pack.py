@@ -25,7 +25,7 @@ def test_master():
     assert (b["instance"], b["role"], b["active"], b["reachable"]) == ("amq-a", "master", True, True)
     assert b["broker_name"] == "amq-a" and b["broker_id"].startswith("ID:")
     assert b["uptime_ms"] > 0 and b["total_enqueued"] is not None and b["error"] is None
-    (q,) = rows.destination_state
+    (q,) = rows.destination_stats
     assert (q["destination"], q["destination_type"], q["messages"], q["consumers"]) == ("BROKERSCOPE.LAB", "queue", 0, 0)
 
 
@@ -35,7 +35,7 @@ def test_waiting_slave_is_a_fact_not_an_error():
     assert (b["role"], b["active"], b["reachable"]) == ("slave", False, True)
     assert b["total_enqueued"] is None and b["broker_id"] is None  # "Broker is not yet started." markers
     assert b["broker_name"] == "amq-b"  # from the ObjectName when the attribute throws
-    assert rows.destination_state == []  # a slave has no queue MBeans
+    assert rows.destination_stats == []  # a slave has no queue MBeans
 
 
 def test_unanswered_scrape_is_indeterminate():

@@ -1,4 +1,4 @@
-"""The spine job: bronze_jolokia → silver broker_state/destination_state → gold role_intervals,
+"""The spine job: bronze_jolokia → silver broker_state/destination_stats → gold role_intervals,
 failover_events, split_brain_windows.
 
 Each step is a small pure function (DataFrame → DataFrame, or pandas frame → pandas frame for the
@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from collectors.base import Observation
 from collectors.packs import PACKS
-from lakehouse.tables import BROKER_STATE, DESTINATION_STATE, FAILOVER_EVENTS, ROLE_INTERVALS, SPLIT_BRAIN_WINDOWS
+from lakehouse.tables import BROKER_STATE, DESTINATION_STATS, FAILOVER_EVENTS, ROLE_INTERVALS, SPLIT_BRAIN_WINDOWS
 
 # An uptime-derived JVM start moving forward by more than this means the JVM restarted.
 RESTART_TOLERANCE_MS = 1500
@@ -28,12 +28,12 @@ RESTART_TOLERANCE_MS = 1500
 
 
 def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[str, str | None]]) -> pa.RecordBatch:
-    """Parse a batch of bronze_jolokia rows into rows of `table` (broker_state | destination_state).
+    """Parse a batch of bronze_jolokia rows into rows of `table` (broker_state | destination_stats).
 
     `targets` maps target name → (kind, group) from the current config; it wins over what was
     stored at collection time so a group can be declared after the fact.
     """
-    contract = BROKER_STATE if table == "broker_state" else DESTINATION_STATE
+    contract = BROKER_STATE if table == "broker_state" else DESTINATION_STATS
     out: list[dict] = []
     cols = batch.to_pydict()
     for i in range(batch.num_rows):
@@ -55,12 +55,12 @@ def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[
             elapsed_ms=cols["elapsed_ms"][i],
         )
         rows = pack.normalize(obs, cols["obs_key"][i])
-        out.extend(rows.broker_state if table == "broker_state" else rows.destination_state)
+        out.extend(rows.broker_state if table == "broker_state" else rows.destination_stats)
     return pa.RecordBatch.from_pylist(out, schema=contract.schema)
 
 
 def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str | None]]) -> DataFrame:
-    contract = BROKER_STATE if table == "broker_state" else DESTINATION_STATE
+    contract = BROKER_STATE if table == "broker_state" else DESTINATION_STATS
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -318,9 +318,9 @@ def run_spine(slh, targets: dict[str, tuple[str, str | None]], progress=None) ->
     say = progress or (lambda msg: None)
     bronze = slh.read("bronze_jolokia")
     counts: dict[str, int] = {}
-    say("bronze → silver broker_state, destination_state")
+    say("bronze → silver broker_state, destination_stats")
     counts["broker_state"] = slh.write("broker_state", to_silver(bronze, "broker_state", targets))
-    counts["destination_state"] = slh.write("destination_state", to_silver(bronze, "destination_state", targets))
+    counts["destination_stats"] = slh.write("destination_stats", to_silver(bronze, "destination_stats", targets))
     state = slh.read("broker_state").cache()
     say("silver → gold role_intervals")
     counts["role_intervals"] = slh.write("role_intervals", role_intervals(state))
