@@ -75,7 +75,7 @@ class BackgroundCollector:
 
 def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
     """Run the kill-master drill; returns (config path, ground truth)."""
-    from infra.lab import ActiveMQPair, build_agent
+    from infra.lab import ActiveMQPair, build_agent, stomp_send
 
     if not keep:
         for sub in ("lab", "lakehouse", "recording.jsonl.gz", "ground_truth.json", "brokerscope.yaml"):
@@ -111,7 +111,10 @@ def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -
         cfg = load_config(cfg_path)
         say(f"{a} is master, {b} is slave; collecting every {scrape_interval:g}s → {cfg.lakehouse_root()}")
         col = BackgroundCollector(cfg, workdir / "recording.jsonl.gz").start()
-        time.sleep(max(3.0, 6 * scrape_interval))
+        time.sleep(max(1.5, 3 * scrape_interval))
+        truth["sent_before_kill"] = stomp_send(pair.brokers[a].stomp_url, "/queue/BROKERSCOPE.LAB", (f"m{i}" for i in range(20)))
+        say(f"sent {truth['sent_before_kill']} persistent messages to {a}")
+        time.sleep(max(1.5, 3 * scrape_interval))
 
         master = pair.master()
         if master is None:
@@ -126,6 +129,8 @@ def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -
         say(f"{standby} is master (seen by the drill's 20 Hz probe)")
         started = [t for t in log_started_times(pair.brokers[standby].activemq_log) if t >= truth["kill_ts"]]
         truth["takeover_log_ts"] = started[0] if started else None
+        truth["sent_after_failover"] = stomp_send(pair.brokers[standby].stomp_url, "/queue/BROKERSCOPE.LAB", (f"n{i}" for i in range(10)))
+        say(f"sent {truth['sent_after_failover']} more to {standby}")
         time.sleep(max(2.0, 4 * scrape_interval))
 
         say(f"restarting {master}")

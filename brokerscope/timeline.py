@@ -16,7 +16,7 @@ class Entry:
     ts: datetime
     group: str
     instance: str
-    what: str  # active | last-active | unanswered | failover | failback | restart | back-inactive | split-brain
+    what: str  # active | last-active | unanswered | failover | failback | restart | answering | back-inactive | split-brain
     text: str
 
     def as_json(self) -> dict:
@@ -49,11 +49,16 @@ def build_timeline(
     group: str | None = None,
     since: datetime | None = None,
 ) -> list[Entry]:
-    errors = {(r["instance"], r["ts"]): r["error"] for r in _rows(broker_state.select(["instance", "ts", "error"])) if r["error"]}
+    state_rows = _rows(broker_state.select(["instance", "ts", "error", "role", "active"]))
+    errors = {(r["instance"], r["ts"]): r["error"] for r in state_rows if r["error"]}
+    role_at = {(r["instance"], r["ts"]): r["role"] for r in state_rows}
+    standby_seen: dict[str, list[datetime]] = {}
     role_word = {}
-    for r in _rows(broker_state.select(["instance", "role", "active"])):
+    for r in sorted(state_rows, key=lambda r: r["ts"]):
         if r["active"] is True:
             role_word[r["instance"]] = r["role"]
+        elif r["role"] in ("slave", "backup"):
+            standby_seen.setdefault(r["instance"], []).append(r["ts"])
     entries: list[Entry] = []
     handed_over = {(e["to_instance"], e["new_first_active"]) for e in _rows(failovers)}
     ended_by_event = {(e["from_instance"], e["old_last_active"]) for e in _rows(failovers)}
@@ -70,10 +75,17 @@ def build_timeline(
         if iv["end_upper"] is not None and iv["end_upper_state"] == "unanswered":
             err = errors.get((inst, iv["end_upper"])) or "no answer"
             entries.append(Entry(iv["end_upper"], g, inst, "unanswered", f"{inst} stopped answering ({_short(err)})"))
-        if iv["first_inactive_after"] is not None:
-            entries.append(
-                Entry(iv["first_inactive_after"], g, inst, "back-inactive", f"{inst} answering again, not {word} (standby)")
-            )
+        back = iv["first_inactive_after"]
+        if back is not None:
+            role = role_at.get((inst, back), "standby")
+            if role in ("slave", "backup"):
+                entries.append(Entry(back, g, inst, "back-inactive", f"{inst} back, as {role}"))
+            else:
+                entries.append(Entry(back, g, inst, "answering", f"{inst} answering again ({role}, not {word})"))
+                later = [t for t in standby_seen.get(inst, []) if t > back]
+                if later:
+                    standby = role_at[(inst, later[0])]
+                    entries.append(Entry(later[0], g, inst, "back-inactive", f"{inst} back, as {standby}"))
     for e in _rows(failovers):
         g, old, new = e["group_name"], e["from_instance"], e["to_instance"]
         word = role_word.get(new, "active")
