@@ -9,7 +9,7 @@ queue pattern on a slave is normal.
 
 from __future__ import annotations
 
-from collectors.base import MBeanRead, Observation, Rows, as_bool, as_int, iter_mbean_reads, unanswered_state_row
+from collectors.base import MBeanRead, Observation, Rows, as_bool, as_int, base_row, iter_mbean_reads, unanswered_state_row
 from collectors.objectname import decode_activemq
 
 DOMAIN = "org.apache.activemq"
@@ -59,6 +59,7 @@ def _is_destination_mbean(read: MBeanRead) -> bool:
 
 class ActiveMQPack:
     kind = "activemq"
+    tables = ("broker_state", "destination_stats")
 
     def requests(self, broker_name: str = "*") -> list[dict]:
         broker = f"{DOMAIN}:type=Broker,brokerName={broker_name}"
@@ -98,20 +99,14 @@ class ActiveMQPack:
                 if errs:
                     broker_errors.setdefault(b, []).extend(errs)
 
-        date = obs.ts.strftime("%Y-%m-%d")
         multiple = len(brokers) > 1
         for broker, attrs in sorted(brokers.items()):
             instance = f"{obs.target}/{decode_activemq(broker)}" if multiple else obs.target
             slave = as_bool(attrs.get("Slave"))
             role = "unknown" if slave is None else ("slave" if slave else "master")
             rows.broker_state.append(
-                {
-                    "obs_key": obs_key,
-                    "ts": obs.ts,
-                    "obs_date": date,
-                    "kind": self.kind,
-                    "group_name": obs.group or obs.target,
-                    "instance": instance,
+                base_row(obs, obs_key, instance)
+                | {
                     "broker_name": attrs.get("BrokerName") or decode_activemq(broker),
                     "broker_id": attrs.get("BrokerId"),
                     "reachable": True,
@@ -131,13 +126,8 @@ class ActiveMQPack:
         if not brokers:
             # The JVM answered but has no broker MBean (yet): it is certainly not serving.
             rows.broker_state.append(
-                {
-                    "obs_key": obs_key,
-                    "ts": obs.ts,
-                    "obs_date": date,
-                    "kind": self.kind,
-                    "group_name": obs.group or obs.target,
-                    "instance": obs.target,
+                base_row(obs, obs_key)
+                | {
                     "reachable": True,
                     "active": False,
                     "role": "starting",
@@ -152,13 +142,8 @@ class ActiveMQPack:
             m, a = r.mbean, r.attributes
             broker = m["brokerName"]
             rows.destination_stats.append(
-                {
-                    "obs_key": obs_key,
-                    "ts": obs.ts,
-                    "obs_date": date,
-                    "kind": self.kind,
-                    "group_name": obs.group or obs.target,
-                    "instance": f"{obs.target}/{decode_activemq(broker)}" if multiple else obs.target,
+                base_row(obs, obs_key, f"{obs.target}/{decode_activemq(broker)}" if multiple else obs.target)
+                | {
                     "destination": decode_activemq(m["destinationName"]),
                     "logical_destination": decode_activemq(m["destinationName"]),
                     "destination_type": _DEST_TYPES[m["destinationType"]],

@@ -121,35 +121,77 @@ def as_bool(v: Any) -> bool | None:
 
 @dataclass
 class Rows:
-    """Silver rows produced from one observation, by table name."""
+    """Silver rows produced from one observation, by table name (see lakehouse/tables.py)."""
 
     broker_state: list[dict] = field(default_factory=list)
     destination_stats: list[dict] = field(default_factory=list)
+    replication_stats: list[dict] = field(default_factory=list)
+
+    def get(self, table: str) -> list[dict]:
+        return getattr(self, table)
 
 
 class BrokerPack(Protocol):
+    """One broker kind: which Jolokia requests to send, and how to read one observation.
+
+    `tables` names the silver tables `normalize` can fill (the job skips the rest)."""
+
     kind: str
+    tables: tuple[str, ...]
 
     def requests(self, broker_name: str = "*") -> list[dict]: ...
 
     def normalize(self, obs: Observation, obs_key: str) -> Rows: ...
 
 
-def unanswered_state_row(obs: Observation, obs_key: str) -> dict:
-    """A scrape without usable answer: indeterminate, never 'down'."""
+def base_row(obs: Observation, obs_key: str, instance: str | None = None) -> dict:
+    """The columns every silver row of one observation shares."""
     return {
         "obs_key": obs_key,
         "ts": obs.ts,
         "obs_date": obs.ts.strftime("%Y-%m-%d"),
         "kind": obs.kind,
         "group_name": obs.group or obs.target,
-        "instance": obs.target,
-        "reachable": False,
-        "active": None,
-        "role": "unknown",
-        "error": obs.error or "no JSON array in response",
-        "scrape_ms": obs.elapsed_ms,
+        "instance": instance or obs.target,
     }
+
+
+def collector_health_row(obs: Observation, obs_key: str, error_kind: str | None) -> dict:
+    """How the scrape itself went: answered, items ok/failed, the first item errors."""
+    items = obs.response if isinstance(obs.response, list) else []
+    failed = [i for i in items if isinstance(i, dict) and i.get("status") != 200]
+    row = base_row(obs, obs_key)
+    row.pop("group_name")
+    row.update(
+        {
+            "target": obs.target,
+            "group_name": obs.group,
+            "answered": obs.answered,
+            "error_kind": error_kind if not obs.answered else None,
+            "error": obs.error,
+            "elapsed_ms": obs.elapsed_ms,
+            "items": len(items),
+            "items_ok": len(items) - len(failed),
+            "items_failed": len(failed),
+            "item_errors": "; ".join(sorted({item_error(i) or "" for i in failed}))[:2000] or None,
+        }
+    )
+    return row
+
+
+def unanswered_state_row(obs: Observation, obs_key: str) -> dict:
+    """A scrape without usable answer: indeterminate, never 'down'."""
+    row = base_row(obs, obs_key)
+    row.update(
+        {
+            "reachable": False,
+            "active": None,
+            "role": "unknown",
+            "error": obs.error or "no JSON array in response",
+            "scrape_ms": obs.elapsed_ms,
+        }
+    )
+    return row
 
 
 # --- the observation envelope (recordings and bronze share it) -----------------------------------

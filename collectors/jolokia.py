@@ -210,6 +210,28 @@ class JolokiaClient:
             )
 
 
+_KIND_BY_PHRASE = (
+    ("connection refused", "refused"),
+    ("no answer within the timeout", "timeout"),
+    ("HTTP 401", "auth"),
+    ("HTTP 403", "forbidden"),
+    ("TLS verification failed", "tls"),
+    ("truncated", "truncated"),
+    ("instead of Jolokia JSON", "not_json"),
+    ("HTTP ", "http"),
+)
+
+
+def error_kind_of(message: str | None) -> str | None:
+    """The error class of a message this client wrote (for recordings, which keep only the text)."""
+    if not message:
+        return None
+    for phrase, kind in _KIND_BY_PHRASE:
+        if phrase in message:
+            return kind
+    return "other"
+
+
 def item_error(item: dict) -> str | None:
     """The error of one response item, or None when status is 200."""
     status = item.get("status")

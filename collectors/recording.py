@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from collectors.base import Observation, format_ts, obs_key, parse_ts
+from collectors.jolokia import error_kind_of
 
 ENVELOPE_VERSION = 1
 
@@ -192,7 +193,7 @@ def bronze_row(env: dict, kind: str, group: str | None, url: str | None, collect
         "response_json": None if resp is None else json.dumps(resp, separators=(",", ":")),
         "http_status": http_status,
         "error": env.get("error"),
-        "error_kind": error_kind,
+        "error_kind": error_kind or error_kind_of(env.get("error")),
         "elapsed_ms": env.get("elapsed_ms"),
         "collector": collector,
     }

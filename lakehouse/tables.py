@@ -204,6 +204,80 @@ DESTINATION_STATS = TableContract(
     written_by="lakehouse.jobs.spine (brokerscope analyze)",
 )
 
+REPLICATION_STATS = TableContract(
+    name="replication_stats",
+    layer="silver",
+    doc=(
+        "Replication facts per observation. `flow` says which: `isr` (a Kafka broker's "
+        "intra-cluster replica facts: under-replicated / under-min-ISR / at-min-ISR / offline "
+        "partitions, ISR shrink/expand rates, follower max lag, active controller count), "
+        "`mirrormaker2` and `replicator` (cross-cluster, per topic-partition: lag in messages, "
+        "latency, throughput), `consumer` (consumer records-lag), `artemis-replica` (a live's "
+        "backup sync state). Columns that do not apply to a flow are null."
+    ),
+    columns=(
+        _c("obs_key", pa.string(), "bronze observation", False),
+        _c("ts", TS, "observation time", False),
+        _c("obs_date", pa.string(), "partition column", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("group_name", pa.string(), "cluster / HA group", False),
+        _c("instance", pa.string(), "instance that reported it", False),
+        _c("flow", pa.string(), "isr | mirrormaker2 | replicator | consumer | artemis-replica", False),
+        _c("source_cluster", pa.string(), "cross-cluster source (alias)"),
+        _c("target_cluster", pa.string(), "cross-cluster destination (alias)"),
+        _c("topic", pa.string(), "topic (user-controlled text)"),
+        _c("partition", pa.int32(), "partition"),
+        _c("client", pa.string(), "client id / consumer group / task"),
+        _c("lag_messages", pa.float64(), "lag in messages (records-lag, message-lag, follower lag)"),
+        _c("lag_max_messages", pa.float64(), "maximum lag over the metric window"),
+        _c("latency_ms", pa.float64(), "replication latency (MM2 replication-latency-ms avg, Replicator latency)"),
+        _c("latency_max_ms", pa.float64(), "maximum latency over the metric window"),
+        _c("record_age_ms", pa.float64(), "MM2 record-age-ms (age when polled from the source)"),
+        _c("throughput_per_s", pa.float64(), "records (or messages) per second"),
+        _c("under_replicated", pa.int64(), "Kafka UnderReplicatedPartitions"),
+        _c("under_min_isr", pa.int64(), "Kafka UnderMinIsrPartitionCount"),
+        _c("at_min_isr", pa.int64(), "Kafka AtMinIsrPartitionCount"),
+        _c("offline_partitions", pa.int64(), "Kafka OfflinePartitionsCount (controller)"),
+        _c("active_controllers", pa.int64(), "Kafka ActiveControllerCount reported by this broker"),
+        _c("isr_shrinks_per_s", pa.float64(), "ISR shrink rate (OneMinuteRate)"),
+        _c("isr_expands_per_s", pa.float64(), "ISR expand rate (OneMinuteRate)"),
+        _c("in_sync", pa.bool_(), "artemis-replica: backup synchronized (ReplicaSync)"),
+    ),
+    keys=("obs_key", "instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"),
+    partition_by=("obs_date",),
+    written_by="lakehouse.jobs.spine (brokerscope analyze)",
+)
+
+COLLECTOR_HEALTH = TableContract(
+    name="collector_health",
+    layer="silver",
+    doc=(
+        "How each scrape went, per target and observation, for every kind: answered or not (with "
+        "the error class and a message saying what to do), duration, and how many items of the "
+        "bulk answer were ok or failed (404/500 items are facts, counted here)."
+    ),
+    columns=(
+        _c("obs_key", pa.string(), "bronze observation", False),
+        _c("ts", TS, "observation time", False),
+        _c("obs_date", pa.string(), "partition column", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("target", pa.string(), "target name", False),
+        _c("instance", pa.string(), "instance (= target)", False),
+        _c("group_name", pa.string(), "configured HA group"),
+        _c("answered", pa.bool_(), "a JSON array came back", False),
+        _c("error_kind", pa.string(), "refused | timeout | auth | forbidden | http | not_json | truncated | tls | other"),
+        _c("error", pa.string(), "what went wrong and what to do"),
+        _c("elapsed_ms", pa.float64(), "scrape round-trip"),
+        _c("items", pa.int32(), "items in the bulk answer", False),
+        _c("items_ok", pa.int32(), "items with status 200", False),
+        _c("items_failed", pa.int32(), "items with another status", False),
+        _c("item_errors", pa.string(), "distinct item errors, e.g. `404: …InstanceNotFoundException`"),
+    ),
+    keys=("obs_key",),
+    partition_by=("obs_date",),
+    written_by="lakehouse.jobs.spine (brokerscope analyze)",
+)
+
 # --- gold: findings ------------------------------------------------------------------------------
 
 ROLE_INTERVALS = TableContract(
@@ -305,11 +379,16 @@ TABLES: dict[str, TableContract] = {
         BRONZE_JOLOKIA,
         BROKER_STATE,
         DESTINATION_STATS,
+        REPLICATION_STATS,
+        COLLECTOR_HEALTH,
         ROLE_INTERVALS,
         FAILOVER_EVENTS,
         SPLIT_BRAIN_WINDOWS,
     )
 }
+
+
+SILVER_FROM_JOLOKIA = ("broker_state", "destination_stats", "replication_stats", "collector_health")
 
 
 def contract(name: str) -> TableContract:

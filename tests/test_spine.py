@@ -50,6 +50,13 @@ def test_replay_of_a_real_drill_reconstructs_the_failover(tmp_path, spark):
     q = [r for r in lh.read("destination_stats").to_pylist() if r["instance"] == "amq-b"]
     assert max(r["messages"] for r in q) == TRUTH["sent_before_kill"] + TRUTH["sent_after_failover"]
 
+    health = lh.read("collector_health").to_pylist()
+    assert len(health) == 38
+    down = [h for h in health if not h["answered"]]
+    assert down and {h["error_kind"] for h in down} == {"refused"} and {h["target"] for h in down} == {"amq-a"}
+    slave = [h for h in health if h["answered"] and h["target"] == "amq-b" and h["items_failed"]]
+    assert slave and all("404" in h["item_errors"] for h in slave)  # a slave's missing queue MBeans, counted
+
     text = render_text(build_timeline(lh.read("role_intervals"), lh.read("failover_events"),
                                       lh.read("split_brain_windows"), lh.read("broker_state")))
     assert "failover amq-a → amq-b, outage ≤" in text

@@ -17,9 +17,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from collectors.base import Observation
+from collectors.base import Observation, collector_health_row
 from collectors.packs import PACKS
-from lakehouse.tables import BROKER_STATE, DESTINATION_STATS, FAILOVER_EVENTS, ROLE_INTERVALS, SPLIT_BRAIN_WINDOWS
+from lakehouse.tables import FAILOVER_EVENTS, ROLE_INTERVALS, SILVER_FROM_JOLOKIA, contract
 
 # An uptime-derived JVM start moving forward by more than this means the JVM restarted.
 RESTART_TOLERANCE_MS = 1500
@@ -28,24 +28,23 @@ RESTART_TOLERANCE_MS = 1500
 
 
 def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[str, str | None]]) -> pa.RecordBatch:
-    """Parse a batch of bronze_jolokia rows into rows of `table` (broker_state | destination_stats).
+    """Parse a batch of bronze_jolokia rows into rows of one silver `table`.
 
     `targets` maps target name → (kind, group) from the current config; it wins over what was
-    stored at collection time so a group can be declared after the fact.
+    stored at collection time, so a group can be declared after the fact.
     """
-    contract = BROKER_STATE if table == "broker_state" else DESTINATION_STATS
+    c = contract(table)
     out: list[dict] = []
     cols = batch.to_pydict()
     for i in range(batch.num_rows):
         target = cols["target"][i]
         kind, group = targets.get(target, (cols["kind"][i], cols["group_name"][i]))
         pack = PACKS.get(kind)
-        if pack is None:
+        if table != "collector_health" and (pack is None or table not in pack.tables):
             continue
         resp = cols["response_json"][i]
-        ts = cols["ts"][i]
         obs = Observation(
-            ts=ts,
+            ts=cols["ts"][i],
             target=target,
             kind=kind,
             group=group,
@@ -54,29 +53,28 @@ def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[
             error=cols["error"][i],
             elapsed_ms=cols["elapsed_ms"][i],
         )
-        rows = pack.normalize(obs, cols["obs_key"][i])
-        out.extend(rows.broker_state if table == "broker_state" else rows.destination_stats)
-    return pa.RecordBatch.from_pylist(out, schema=contract.schema)
+        if table == "collector_health":
+            out.append(collector_health_row(obs, cols["obs_key"][i], cols["error_kind"][i]))
+        else:
+            out.extend(pack.normalize(obs, cols["obs_key"][i]).get(table))
+    return pa.RecordBatch.from_pylist(out, schema=c.schema)
 
 
 def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str | None]]) -> DataFrame:
-    contract = BROKER_STATE if table == "broker_state" else DESTINATION_STATS
-
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             yield normalize_batch(b, table, targets)
 
-    return bronze.mapInArrow(parse, contract.spark_schema())
+    return bronze.mapInArrow(parse, contract(table).spark_schema())
 
 
-def typed_frame(rows: list[dict], contract) -> pd.DataFrame:
+def typed_frame(rows: list[dict], c) -> pd.DataFrame:
     """A pandas frame with the contract's columns; timestamp columns as naive-UTC datetime64 so
     Arrow hands them to Spark unambiguously (the session time zone is UTC)."""
-    df = pd.DataFrame(rows, columns=contract.column_names)
-    for c in contract.columns:
-        if pa.types.is_timestamp(c.type):
-            col = pd.to_datetime(df[c.name], utc=True)
-            df[c.name] = col.dt.tz_localize(None)
+    df = pd.DataFrame(rows, columns=c.column_names)
+    for col in c.columns:
+        if pa.types.is_timestamp(col.type):
+            df[col.name] = pd.to_datetime(df[col.name], utc=True).dt.tz_localize(None)
     return df
 
 
@@ -318,9 +316,9 @@ def run_spine(slh, targets: dict[str, tuple[str, str | None]], progress=None) ->
     say = progress or (lambda msg: None)
     bronze = slh.read("bronze_jolokia")
     counts: dict[str, int] = {}
-    say("bronze → silver broker_state, destination_stats")
-    counts["broker_state"] = slh.write("broker_state", to_silver(bronze, "broker_state", targets))
-    counts["destination_stats"] = slh.write("destination_stats", to_silver(bronze, "destination_stats", targets))
+    say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA))
+    for table in SILVER_FROM_JOLOKIA:
+        counts[table] = slh.write(table, to_silver(bronze, table, targets))
     state = slh.read("broker_state").cache()
     say("silver → gold role_intervals")
     counts["role_intervals"] = slh.write("role_intervals", role_intervals(state))
