@@ -1,0 +1,59 @@
+"""The CLI as a user runs it: replay a real drill, analyse, tell the timeline; errors exit 2 with a message."""
+
+import json
+from pathlib import Path
+
+import yaml
+
+from brokerscope.cli import main
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def write_config(tmp_path) -> Path:
+    data = yaml.safe_load((FIX / "drill_kill_master.yaml").read_text())
+    data["lakehouse"] = "./lh"  # relative to the config file
+    p = tmp_path / "brokerscope.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def test_replay_analyze_timeline(tmp_path, capsys, spark):
+    cfg = str(write_config(tmp_path))
+    assert main(["timeline", "--config", cfg]) == 1  # nothing analysed yet: says what to run
+    assert "brokerscope analyze" in capsys.readouterr().err
+    assert main(["replay", "--config", cfg, "--quiet", str(FIX / "drill_kill_master.jsonl.gz"), "--analyze"]) == 0
+    out = capsys.readouterr().out
+    assert "38 new bronze rows" in out and "failover_events: 1 rows" in out
+    assert (tmp_path / "lh" / "gold" / "failover_events" / "_delta_log").is_dir()
+
+    assert main(["timeline", "--config", cfg, "--format", "json"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    kinds = [e["what"] for e in entries]
+    assert "failover" in kinds and "back-inactive" in kinds
+    fo = next(e for e in entries if e["what"] == "failover")
+    assert fo["instance"] == "amq-b" and fo["group"] == "store-1" and fo["ts"].endswith("Z")
+
+    assert main(["timeline", "--config", cfg, "--group", "other"]) == 0
+    assert "no role changes" in capsys.readouterr().out
+    assert main(["timeline", "--config", cfg, "--since", "2999-01-01T00:00:00Z"]) == 0
+    assert "no role changes" in capsys.readouterr().out
+
+
+def test_tables_listing(capsys):
+    assert main(["tables"]) == 0
+    out = capsys.readouterr().out
+    for name in ("bronze_jolokia", "broker_state", "failover_events", "split_brain_windows"):
+        assert name in out
+    assert main(["tables", "--markdown"]) == 0
+    assert "| `obs_key` |" in capsys.readouterr().out
+
+
+def test_user_errors_exit_2_without_traceback(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("targets:\n  - name: a\n    kind: rabbit\n    url: http://x\n")
+    assert main(["analyze", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "targets[0].kind" in err and "Traceback" not in err
+    assert main(["replay", "--config", str(write_config(tmp_path)), str(tmp_path / "missing.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
