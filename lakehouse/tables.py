@@ -65,7 +65,8 @@ class TableContract:
             "|---|---|---|",
         ]
         for c in self.columns:
-            lines.append(f"| `{c.name}` | `{c.type}`{'' if c.nullable else ' not null'} | {c.doc} |")
+            doc = c.doc.replace("|", "\\|")  # a bare | would split the Markdown cell
+            lines.append(f"| `{c.name}` | `{c.type}`{'' if c.nullable else ' not null'} | {doc} |")
         return "\n".join(lines) + "\n"
 
 

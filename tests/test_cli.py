@@ -57,3 +57,11 @@ def test_user_errors_exit_2_without_traceback(tmp_path, capsys):
     assert err.startswith("error: ") and "targets[0].kind" in err and "Traceback" not in err
     assert main(["replay", "--config", str(write_config(tmp_path)), str(tmp_path / "missing.jsonl")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_docs_tables_md_matches_the_contracts():
+    """docs/TABLES.md is generated (`brokerscope tables --markdown > docs/TABLES.md`); keep it current."""
+    from lakehouse.tables import catalogue_markdown
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "TABLES.md"
+    assert doc.read_text() == catalogue_markdown(), "regenerate: brokerscope tables --markdown > docs/TABLES.md"
