@@ -89,6 +89,7 @@ def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -
     build_agent()
     pair = ActiveMQPair(workdir / "lab")
     truth: dict = {"drill": "kill-master", "scrape_interval_s": scrape_interval}
+    new_master_log: Path | None = None
     try:
         say("starting ActiveMQ master/slave pair (shared KahaDB, shared-file lock)")
         pair.start()
@@ -127,8 +128,7 @@ def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -
         truth["takeover_seen_ts"] = pair.wait_for_role(standby, "master", timeout=60)
         truth["new_master"] = standby
         say(f"{standby} is master (seen by the drill's 20 Hz probe)")
-        started = [t for t in log_started_times(pair.brokers[standby].activemq_log) if t >= truth["kill_ts"]]
-        truth["takeover_log_ts"] = started[0] if started else None
+        new_master_log = pair.brokers[standby].activemq_log
         truth["sent_after_failover"] = stomp_send(pair.brokers[standby].stomp_url, "/queue/BROKERSCOPE.LAB", (f"n{i}" for i in range(10)))
         say(f"sent {truth['sent_after_failover']} more to {standby}")
         time.sleep(max(2.0, 4 * scrape_interval))
@@ -144,6 +144,10 @@ def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -
         truth["collector"] = stats.summary()
     finally:
         pair.stop()
+    # The broker logs "… started" only after it holds the lock; read it once the drill is over
+    # (the probe can see Slave=false a few ms before the line is written).
+    started = [t for t in log_started_times(new_master_log) if t >= truth["kill_ts"]] if new_master_log else []
+    truth["takeover_log_ts"] = started[0] if started else None
     (workdir / "ground_truth.json").write_text(json.dumps(truth, indent=2) + "\n")
     return cfg_path, truth
 

@@ -131,7 +131,7 @@ def build_timeline(
 
 def _short(err: str) -> str:
     first = err.split(";")[0]
-    for marker in ("connection refused", "no answer within the timeout", "HTTP 401", "HTTP 403", "truncated", "HTML"):
+    for marker in ("connection refused", "connection reset", "no answer within the timeout", "HTTP 401", "HTTP 403", "truncated", "HTML"):
         if marker.lower() in first.lower():
             return marker
     return first[:80]

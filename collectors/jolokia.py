@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 READ_ONLY_TYPES = frozenset({"read", "search", "list", "version"})
-_RETRYABLE = frozenset({"refused", "timeout", "http_5xx"})
+_RETRYABLE = frozenset({"refused", "reset", "timeout", "http_5xx"})
 
 
 class UnsafeRequestError(ValueError):
@@ -37,7 +37,7 @@ class Exchange:
     http_status: int | None = None
     body: Any = None  # parsed JSON body (list for bulk) or None
     error: str | None = None  # human-readable, names the target and what to do
-    error_kind: str | None = None  # refused | timeout | auth | forbidden | http | not_json | truncated | tls | other
+    error_kind: str | None = None  # refused | reset | timeout | auth | forbidden | http | not_json | truncated | tls | other
     attempts: int = 1
     raw_text: str | None = field(default=None, repr=False)
 
@@ -194,6 +194,12 @@ class JolokiaClient:
                 "paused (GC, SIGSTOP) or overloaded — state unknown"
             ), "timeout"
             return
+        except (httpx.ReadError, httpx.WriteError) as e:
+            ex.error, ex.error_kind = (
+                f"{self.name}: connection reset while waiting for the answer ({type(e).__name__}"
+                f"{': ' + str(e) if str(e) else ''}); the JVM died or closed the socket mid-request"
+            ), "reset"
+            return
         except httpx.RemoteProtocolError as e:
             ex.error, ex.error_kind = f"{self.name}: connection dropped mid-response ({e}); response truncated", "truncated"
             return
@@ -212,6 +218,7 @@ class JolokiaClient:
 
 _KIND_BY_PHRASE = (
     ("connection refused", "refused"),
+    ("connection reset", "reset"),
     ("no answer within the timeout", "timeout"),
     ("HTTP 401", "auth"),
     ("HTTP 403", "forbidden"),

@@ -90,11 +90,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
+        elif self.mode == "reset":
+            # close with an RST, as the kernel does for a process killed mid-request
+            import struct
+
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
 
 
 @contextmanager
 def bad_http(mode: str) -> Iterator[str]:
-    """An HTTP server on loopback answering 'html' (a login page) or 'truncated' (cut-off JSON)."""
+    """An HTTP server on loopback answering 'html' (a login page), 'truncated' (cut-off JSON) or
+    'reset' (the connection reset before any answer)."""
     handler = type("H", (_Handler,), {"mode": mode})
     srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     t = threading.Thread(target=srv.serve_forever, daemon=True)

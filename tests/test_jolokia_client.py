@@ -106,6 +106,12 @@ def test_truncated_json():
     assert ex.error_kind == "truncated" and "truncated" in ex.error
 
 
+def test_connection_reset_mid_request():
+    with bad_http("reset") as url:
+        ex = run(bulk(url, [{"type": "version"}], retries=1, backoff=0.01))
+    assert ex.error_kind == "reset" and "died or closed the socket" in ex.error and ex.attempts == 2
+
+
 def test_classify_truncated_body_with_complete_http():
     body, err, kind = classify_body("t", 200, '[{"status":200,"value":{"a":', "application/json")
     assert kind == "truncated" and body is None
