@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterator, Protocol
@@ -109,6 +110,17 @@ def as_int(v: Any) -> int | None:
         return int(v)
     except (TypeError, ValueError):
         return None
+
+
+def as_float(v: Any) -> float | None:
+    """A finite number, or None (empty metric windows report NaN; Jolokia may send longs as strings)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
 
 
 def as_bool(v: Any) -> bool | None:

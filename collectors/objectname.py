@@ -22,6 +22,7 @@ class ObjectName:
     domain: str
     props: tuple[tuple[str, str], ...]  # in the order written; values unquoted
     pattern: bool = False
+    list_pattern: bool = False  # ends in ",*": more properties may follow
 
     def get(self, key: str, default: str | None = None) -> str | None:
         for k, v in self.props:
@@ -41,7 +42,9 @@ class ObjectName:
     @property
     def canonical(self) -> str:
         """Canonical form (properties sorted by key), values re-quoted where needed."""
-        parts = [f"{k}={quote_if_needed(v)}" for k, v in sorted(self.props)]
+        parts = [f"{k}={quote_if_needed(v, wildcards=self.pattern)}" for k, v in sorted(self.props)]
+        if self.list_pattern:
+            parts.append("*")
         return f"{self.domain}:{','.join(parts)}"
 
     def matches(self, domain: str | None = None, **props: str) -> bool:
@@ -58,9 +61,13 @@ class ObjectName:
         return True
 
 
-def quote_if_needed(value: str) -> str:
-    if any(c in value for c in ',=:"*?\n'):
-        esc = value.replace("\\", "\\\\").replace('"', '\\"').replace("*", "\\*").replace("?", "\\?").replace("\n", "\\n")
+def quote_if_needed(value: str, wildcards: bool = False) -> str:
+    """Quote a value when JMX requires it; with `wildcards`, * and ? stay pattern characters."""
+    special = ',=:"\n' if wildcards else ',=:"*?\n'
+    if any(c in value for c in special):
+        esc = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        if not wildcards:
+            esc = esc.replace("*", "\\*").replace("?", "\\?")
         return f'"{esc}"'
     return value
 
@@ -72,10 +79,11 @@ def parse_object_name(name: str) -> ObjectName:
     domain, rest = name.split(":", 1)
     props: list[tuple[str, str]] = []
     pattern = "*" in domain or "?" in domain
+    list_pattern = False
     i, n = 0, len(rest)
     while i < n:
         if rest[i] == "*" and (i + 1 == n or rest[i + 1] == ","):
-            pattern = True
+            pattern = list_pattern = True
             i += 2
             continue
         eq = rest.find("=", i)
@@ -113,7 +121,7 @@ def parse_object_name(name: str) -> ObjectName:
         i += 1  # skip the comma
     if not props and not pattern:
         raise ObjectNameError(f"ObjectName has no properties: {name!r}")
-    return ObjectName(domain, tuple(props), pattern)
+    return ObjectName(domain, tuple(props), pattern, list_pattern)
 
 
 _ACTIVEMQ_DECODE = (("&qe;", "?"), ("&ast;", "*"), ("&amp;", "="))

@@ -69,11 +69,13 @@ fi
 
 # ---------------------------------------------------------------- 3. Python package
 cd "$REPO_ROOT"
-if "$PYTHON" -c 'import brokerscope, pyspark, deltalake' >/dev/null 2>&1; then
-    say "python deps present ($("$PYTHON" --version 2>&1))"
+# Installed (editable) from THIS checkout? Ask from / so the current directory cannot answer for it.
+installed_at="$(cd / && "$PYTHON" -c 'import os, brokerscope, pyspark, deltalake; print(os.path.dirname(os.path.dirname(os.path.abspath(brokerscope.__file__))))' 2>/dev/null || true)"
+if [ "$installed_at" = "$REPO_ROOT" ] && command -v brokerscope >/dev/null 2>&1; then
+    say "python package installed from this checkout ($("$PYTHON" --version 2>&1))"
 else
-    say "pip install -e '.[test]'"
-    "$PYTHON" -m pip install -q -e '.[test]'
+    say "pip install -e '.[test]' (this checkout: $REPO_ROOT)"
+    "$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test]'
 fi
 
 # ---------------------------------------------------------------- 4. Jolokia agent jar

@@ -151,7 +151,7 @@ BROKER_STATE = TableContract(
         _c("broker_id", pa.string(), "broker id / NodeID reported by the broker"),
         _c("reachable", pa.bool_(), "the target answered the scrape with usable JSON", False),
         _c("active", pa.bool_(), "serving as live/master; null when unknown (no answer)"),
-        _c("role", pa.string(), "master | slave | live | backup | starting | unknown", False),
+        _c("role", pa.string(), "master | slave (ActiveMQ), live | backup (Artemis), controller | broker (Kafka: the active controller is the live role), starting | unknown", False),
         _c("backup", pa.bool_(), "configured/runtime backup (Artemis `Backup`); null where the kind has no such flag"),
         _c("replica_sync", pa.bool_(), "backup synchronized with its live (Artemis `ReplicaSync`); null if not reported"),
         _c("node_id", pa.string(), "HA identity the broker reports (Artemis NodeID, shared by live and backup)"),
@@ -214,7 +214,8 @@ REPLICATION_STATS = TableContract(
         "intra-cluster replica facts: under-replicated / under-min-ISR / at-min-ISR / offline "
         "partitions, ISR shrink/expand rates, follower max lag, active controller count), "
         "`mirrormaker2` and `replicator` (cross-cluster, per topic-partition: lag in messages, "
-        "latency, throughput), `consumer` (consumer records-lag), `artemis-replica` (a live's "
+        "latency, throughput), `mirrormaker2-checkpoint` (offset-sync checkpoint latency per "
+        "consumer group), `consumer` (consumer records-lag), `artemis-replica` (a live's "
         "backup sync state). Columns that do not apply to a flow are null."
     ),
     columns=(
@@ -224,7 +225,7 @@ REPLICATION_STATS = TableContract(
         _c("kind", pa.string(), "broker kind", False),
         _c("group_name", pa.string(), "cluster / HA group", False),
         _c("instance", pa.string(), "instance that reported it", False),
-        _c("flow", pa.string(), "isr | mirrormaker2 | replicator | consumer | artemis-replica", False),
+        _c("flow", pa.string(), "isr | mirrormaker2 | mirrormaker2-checkpoint | replicator | consumer | artemis-replica", False),
         _c("source_cluster", pa.string(), "cross-cluster source (alias)"),
         _c("target_cluster", pa.string(), "cross-cluster destination (alias)"),
         _c("topic", pa.string(), "topic (user-controlled text)"),

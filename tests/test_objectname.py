@@ -36,3 +36,12 @@ def test_activemq_decoding():
 def test_bad_names(bad):
     with pytest.raises(ObjectNameError):
         parse_object_name(bad)
+
+
+def test_canonical_keeps_patterns():
+    on = parse_object_name("kafka.connect.mirror:type=MirrorSourceConnector,target=b,*")
+    assert on.list_pattern and on.canonical == "kafka.connect.mirror:target=b,type=MirrorSourceConnector,*"
+    on = parse_object_name("org.apache.activemq:type=Broker,brokerName=*")
+    assert on.canonical == "org.apache.activemq:brokerName=*,type=Broker"
+    literal = parse_object_name('d:name="a\\*b"')  # a quoted, escaped star is a literal star
+    assert literal["name"] == "a*b" and literal.canonical == 'd:name="a\\*b"'
