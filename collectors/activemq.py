@@ -60,6 +60,7 @@ def _is_destination_mbean(read: MBeanRead) -> bool:
 class ActiveMQPack:
     kind = "activemq"
     tables = ("broker_state", "destination_stats")
+    exclusive_roles = True
 
     def requests(self, broker_name: str = "*") -> list[dict]:
         broker = f"{DOMAIN}:type=Broker,brokerName={broker_name}"

@@ -47,6 +47,7 @@ class MBeanRead:
     errors: dict[str, str] = field(default_factory=dict)  # attribute → error (ignoreErrors markers)
     item_error: str | None = None  # the whole item failed (404 / 500 …)
     status: int = 200
+    requested: tuple[str, ...] | None = None  # attributes the request asked for (None: all)
 
 
 def _attr_list(attr: Any) -> list[str] | None:
@@ -72,9 +73,10 @@ def iter_mbean_reads(requests: list[dict], response: list) -> Iterator[MBeanRead
         except ObjectNameError:
             continue
         attrs = _attr_list(req.get("attribute"))
+        asked = tuple(attrs) if attrs is not None else None
         err = item_error(item)
         if err is not None:
-            yield MBeanRead(name, item_error=err, status=int(item.get("status") or 0))
+            yield MBeanRead(name, item_error=err, status=int(item.get("status") or 0), requested=asked)
             continue
         value = item.get("value")
         if name.pattern:
@@ -85,15 +87,15 @@ def iter_mbean_reads(requests: list[dict], response: list) -> Iterator[MBeanRead
                     mbean = parse_object_name(mbean_name)
                 except ObjectNameError:
                     continue
-                yield _split_values(mbean, mbean_value if isinstance(mbean_value, dict) else {})
+                yield _split_values(mbean, mbean_value if isinstance(mbean_value, dict) else {}, asked)
         elif attrs is not None and len(attrs) == 1 and isinstance(req.get("attribute"), str):
-            yield _split_values(name, {attrs[0]: value})
+            yield _split_values(name, {attrs[0]: value}, asked)
         elif isinstance(value, dict):
-            yield _split_values(name, value)
+            yield _split_values(name, value, asked)
 
 
-def _split_values(mbean: ObjectName, values: dict) -> MBeanRead:
-    read = MBeanRead(mbean)
+def _split_values(mbean: ObjectName, values: dict, requested: tuple[str, ...] | None) -> MBeanRead:
+    read = MBeanRead(mbean, requested=requested)
     for k, v in values.items():
         marker = error_marker(v)
         if marker is not None:
@@ -146,10 +148,14 @@ class Rows:
 class BrokerPack(Protocol):
     """One broker kind: which Jolokia requests to send, and how to read one observation.
 
-    `tables` names the silver tables `normalize` can fill (the job skips the rest)."""
+    `tables` names the silver tables `normalize` can fill (the job skips the rest).
+    `exclusive_roles`: at most one instance of a group should be active (live/backup pairs, a
+    Kafka controller). False for kinds whose members are all active by design (a WebLogic
+    cluster): then two active members are no split brain, and an outage is per member."""
 
     kind: str
     tables: tuple[str, ...]
+    exclusive_roles: bool
 
     def requests(self, broker_name: str = "*") -> list[dict]: ...
 

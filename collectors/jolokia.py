@@ -244,7 +244,10 @@ def item_error(item: dict) -> str | None:
     status = item.get("status")
     if status == 200:
         return None
-    return f"{status}: {item.get('error_type') or ''} {item.get('error') or ''}".strip()
+    etype, msg = item.get("error_type") or "", item.get("error") or ""
+    if etype and msg.startswith(etype):  # Jolokia's message usually starts with the class already
+        etype = ""
+    return f"{status}: {etype} {msg}".replace("  ", " ").strip()
 
 
 def error_marker(value: Any) -> str | None:

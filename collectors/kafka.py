@@ -292,6 +292,7 @@ def flow_facts(read: MBeanRead) -> dict | None:
 class KafkaPack:
     kind = "kafka"
     tables = ("broker_state", "replication_stats")
+    exclusive_roles = True
 
     def requests(self, broker_name: str = "*") -> list[dict]:
         """The bulk read for any Kafka JVM (`broker_name` has no meaning for Kafka)."""

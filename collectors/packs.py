@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collectors.activemq import ActiveMQPack
+from collectors.artemis import ArtemisPack
 from collectors.base import BrokerPack
+from collectors.kafka import KafkaPack
+from collectors.weblogic import WebLogicPack
 
-PACKS: dict[str, BrokerPack] = {p.kind: p for p in (ActiveMQPack(),)}
+PACKS: dict[str, BrokerPack] = {p.kind: p for p in (ActiveMQPack(), WebLogicPack(), KafkaPack(), ArtemisPack())}
 
 
 def pack_for(kind: str) -> BrokerPack:

@@ -109,8 +109,9 @@ def test_split_brain_certain_with_traffic(spark):
     assert w["duration_s"] == 3.0
     assert w["possible_start"] == T0.replace(tzinfo=None) + timedelta(seconds=1)
     assert w["possible_end"] == T0.replace(tzinfo=None) + timedelta(seconds=6)
-    # counters inside the possible window [t1, t6]: a 10 → 30, b 0 → 25
-    assert w["enqueued_a"] == 20 and w["enqueued_b"] == 25
+    # counter growth on each side's active observations in the possible window [t1, t6]:
+    # a 10 → 30 (t1..t5), b 5 → 25 (t2..t6); b's passive t1 does not count
+    assert w["enqueued_a"] == 20 and w["enqueued_b"] == 20
 
 
 def test_split_brain_across_a_gap_is_only_possible(spark):

@@ -14,7 +14,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from collectors.base import Observation, collector_health_row
@@ -66,6 +66,28 @@ def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str |
             yield normalize_batch(b, table, targets)
 
     return bronze.mapInArrow(parse, contract(table).spark_schema())
+
+
+def fill_unanswered_groups(state: DataFrame, configured: set[str]) -> DataFrame:
+    """Give an unanswered observation the HA group its instance answered with around it.
+
+    Where the group is derived from data (an Artemis NodeID), a scrape that got no answer cannot
+    say which group it belongs to; without this its instance's intervals would never see their
+    own missed scrapes. Instances with a configured group keep it."""
+    by_time = Window.partitionBy("instance").orderBy("ts")
+    answered_group = F.when(F.col("reachable"), F.col("group_name"))
+    filled = F.coalesce(
+        F.last(answered_group, ignorenulls=True).over(by_time.rowsBetween(Window.unboundedPreceding, -1)),
+        F.first(answered_group, ignorenulls=True).over(by_time.rowsBetween(1, Window.unboundedFollowing)),
+        F.col("group_name"),
+    )
+    derived = ~F.col("reachable") & ~F.col("instance").isin(sorted(configured))
+    return state.withColumn("group_name", F.when(derived, filled).otherwise(F.col("group_name")))
+
+
+def nonexclusive_kinds() -> list[str]:
+    """Kinds whose group members are all active by design (no split brain, per-member outages)."""
+    return sorted(k for k, p in PACKS.items() if not p.exclusive_roles)
 
 
 def typed_frame(rows: list[dict], c) -> pd.DataFrame:
@@ -242,15 +264,27 @@ def group_failovers(iv: pd.DataFrame) -> pd.DataFrame:
     return typed_frame(events, FAILOVER_EVENTS)
 
 
-def failover_events(intervals: DataFrame) -> DataFrame:
-    return intervals.groupBy("group_name").applyInPandas(group_failovers, FAILOVER_EVENTS.spark_schema())
+def failover_events(intervals: DataFrame, nonexclusive: list[str] | None = None) -> DataFrame:
+    """Hand-overs per group; for kinds without exclusive roles, per member (outage → `restart`)."""
+    nonexclusive = nonexclusive_kinds() if nonexclusive is None else nonexclusive
+    unit = F.when(F.col("kind").isin(nonexclusive), F.col("instance")).otherwise(F.lit(""))
+    return (
+        intervals.withColumn("_unit", unit)
+        .groupBy("group_name", "_unit")
+        .applyInPandas(group_failovers, FAILOVER_EVENTS.spark_schema())
+    )
 
 
 # --- gold: split brain ------------------------------------------------------------------------------
 
 
-def split_brain_windows(intervals: DataFrame, broker_state: DataFrame) -> DataFrame:
-    """Overlapping active intervals of two instances of one group, with certainty and traffic."""
+def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclusive: list[str] | None = None) -> DataFrame:
+    """Overlapping active intervals of two instances of one group, with certainty and traffic.
+
+    Traffic = counter growth on each side's *active* observations inside the possible window
+    (not what a passive instance loaded from the journal before it took over)."""
+    nonexclusive = nonexclusive_kinds() if nonexclusive is None else nonexclusive
+    intervals = intervals.where(~F.col("kind").isin(nonexclusive))
     a, b = intervals.alias("a"), intervals.alias("b")
     pairs = a.join(
         b,
@@ -274,7 +308,7 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame) -> DataFr
             F.sha2(F.concat_ws("/", "group_name", "instance_a", "instance_b", F.col("certain_start").cast("string")), 256), 1, 32
         ),
     )
-    bs = broker_state.select("group_name", "instance", "ts", "reachable", "total_enqueued").alias("s")
+    bs = broker_state.select("group_name", "instance", "ts", "reachable", "active", "total_enqueued").alias("s")
     p = pairs.alias("p")
     joined = p.join(
         bs,
@@ -284,11 +318,17 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame) -> DataFr
         & (F.col("s.ts") <= F.col("p.possible_end")),
     )
     side_a = F.col("s.instance") == F.col("p.instance_a")
+    active = F.coalesce(F.col("s.active"), F.lit(False))
     in_certain = (F.col("s.ts") >= F.col("p.certain_start")) & (F.col("s.ts") <= F.col("p.certain_end"))
+
+    def growth(side):
+        counter = F.when(side & active, F.col("s.total_enqueued"))
+        return F.max(counter) - F.min(counter)
+
     stats = joined.groupBy("p.window_id").agg(
         F.sum(F.when(in_certain & ~F.col("s.reachable"), 1).otherwise(0)).alias("unanswered"),
-        (F.max(F.when(side_a, F.col("s.total_enqueued"))) - F.min(F.when(side_a, F.col("s.total_enqueued")))).alias("enqueued_a"),
-        (F.max(F.when(~side_a, F.col("s.total_enqueued"))) - F.min(F.when(~side_a, F.col("s.total_enqueued")))).alias("enqueued_b"),
+        growth(side_a).alias("enqueued_a"),
+        growth(~side_a).alias("enqueued_b"),
     )
     out = pairs.join(stats, "window_id", "left").select(
         "window_id",
@@ -301,7 +341,7 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame) -> DataFr
         "possible_start",
         "possible_end",
         F.when(F.coalesce(F.col("unanswered"), F.lit(0)) > 0, "possible").otherwise("certain").alias("certainty"),
-        (F.col("certain_end").cast("double") - F.col("certain_start").cast("double")).alias("duration_s"),
+        ((F.unix_micros("certain_end") - F.unix_micros("certain_start")) / 1e6).alias("duration_s"),
         F.col("enqueued_a").cast("long").alias("enqueued_a"),
         F.col("enqueued_b").cast("long").alias("enqueued_b"),
     )
@@ -317,8 +357,12 @@ def run_spine(slh, targets: dict[str, tuple[str, str | None]], progress=None) ->
     bronze = slh.read("bronze_jolokia")
     counts: dict[str, int] = {}
     say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA))
+    configured = {name for name, (_, group) in targets.items() if group}
     for table in SILVER_FROM_JOLOKIA:
-        counts[table] = slh.write(table, to_silver(bronze, table, targets))
+        silver = to_silver(bronze, table, targets)
+        if table == "broker_state":
+            silver = fill_unanswered_groups(silver, configured)
+        counts[table] = slh.write(table, silver)
     state = slh.read("broker_state").cache()
     say("silver → gold role_intervals")
     counts["role_intervals"] = slh.write("role_intervals", role_intervals(state))
