@@ -250,6 +250,7 @@ class ArtemisPack:
     kind = "artemis"
     tables = ("broker_state", "destination_stats", "replication_stats")
     exclusive_roles = True
+    backlog_attribute = "MessageCount"
 
     def requests(self, broker_name: str = "*") -> list[dict]:
         broker = f"{DOMAIN}:broker={quote_value(broker_name)}"
@@ -260,17 +261,20 @@ class ArtemisPack:
             {"type": "read", "mbean": broker, "attribute": list(BROKER_ATTRIBUTES), "config": dict(tolerant)},
             {
                 "type": "read",
-                "mbean": f"{broker},component=addresses,address=*,subcomponent=queues,routing-type=*,queue=*",
-                "attribute": list(QUEUE_ATTRIBUTES),
-                "config": dict(tolerant),
-            },
-            {
-                "type": "read",
                 "mbean": f"{broker},component=cluster-connections,name=*",
                 "attribute": list(CLUSTER_CONNECTION_ATTRIBUTES),
                 "config": dict(tolerant),
             },
         ]
+
+    def destination_request(self, broker_name: str = "*") -> dict:
+        """Every queue (the collector may sample instead, see scraper)."""
+        return {
+            "type": "read",
+            "mbean": f"{DOMAIN}:broker={quote_value(broker_name)},component=addresses,address=*,subcomponent=queues,routing-type=*,queue=*",
+            "attribute": list(QUEUE_ATTRIBUTES),
+            "config": {"ignoreErrors": True},
+        }
 
     def normalize(self, obs: Observation, obs_key: str) -> Rows:
         rows = Rows()

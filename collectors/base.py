@@ -149,6 +149,8 @@ class BrokerPack(Protocol):
     """One broker kind: which Jolokia requests to send, and how to read one observation.
 
     `tables` names the silver tables `normalize` can fill (the job skips the rest).
+    The scraper sends `requests()` plus `destination_request()` (or, for brokers with very many
+    destinations, bounded batches of explicit reads of the same attributes).
     `exclusive_roles`: at most one instance of a group should be active (live/backup pairs, a
     Kafka controller). False for kinds whose members are all active by design (a WebLogic
     cluster): then two active members are no split brain, and an outage is per member."""
@@ -156,10 +158,23 @@ class BrokerPack(Protocol):
     kind: str
     tables: tuple[str, ...]
     exclusive_roles: bool
+    backlog_attribute: str | None  # per-destination backlog, to sample the busiest first
 
-    def requests(self, broker_name: str = "*") -> list[dict]: ...
+    def requests(self, broker_name: str = "*") -> list[dict]:
+        """Broker-level reads, sent every scrape."""
+        ...
+
+    def destination_request(self, broker_name: str = "*") -> dict | None:
+        """The wildcard read of all destinations (None: the kind has none)."""
+        ...
 
     def normalize(self, obs: Observation, obs_key: str) -> Rows: ...
+
+
+def scrape_requests(pack: BrokerPack, broker_name: str = "*") -> list[dict]:
+    """What one full scrape of a target sends: the broker-level reads, then the destination read."""
+    dest = pack.destination_request(broker_name)
+    return pack.requests(broker_name) + ([dest] if dest else [])
 
 
 def base_row(obs: Observation, obs_key: str, instance: str | None = None) -> dict:

@@ -293,6 +293,7 @@ class KafkaPack:
     kind = "kafka"
     tables = ("broker_state", "replication_stats")
     exclusive_roles = True
+    backlog_attribute = None  # no destination reads: topic lag lives in replication_stats
 
     def requests(self, broker_name: str = "*") -> list[dict]:
         """The bulk read for any Kafka JVM (`broker_name` has no meaning for Kafka)."""
@@ -311,6 +312,9 @@ class KafkaPack:
             _read(f"{MIRROR}:type=MirrorCheckpointConnector,*", list(MM2_CHECKPOINT_ATTRIBUTES), ignore_errors=True),
             _read(f"{REPLICATOR}:type={REPLICATOR_TYPE},*", list(REPLICATOR_ATTRIBUTES), ignore_errors=True),
         ]
+
+    def destination_request(self, broker_name: str = "*") -> None:
+        return None
 
     def normalize(self, obs: Observation, obs_key: str) -> Rows:
         rows = Rows()

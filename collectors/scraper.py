@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from brokerscope.config import Config, Target
-from collectors.base import ms_floor
+from collectors.base import ms_floor, scrape_requests
 from collectors.jolokia import JolokiaClient
 from collectors.packs import pack_for
 from collectors.recording import RecordingWriter, bronze_row, envelope
@@ -100,7 +100,7 @@ class Collector:
     async def _scrape_loop(self, t: Target, client: JolokiaClient, t_end: float | None) -> None:
         interval = self.config.scrape_interval
         pack = pack_for(t.kind)
-        requests = pack.requests(t.broker_name)
+        requests = scrape_requests(pack, t.broker_name)
         next_at = time.time()
         while not self._stop.is_set():
             if t_end is not None and next_at >= t_end:

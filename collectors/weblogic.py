@@ -165,28 +165,29 @@ def _errors(reads: Iterable[MBeanRead]) -> str | None:
 # --- the pack ----------------------------------------------------------------------------------
 
 
+def _scope(broker_name: str) -> str:
+    return "" if broker_name in ("", "*") else f"ServerRuntime={broker_name},"
+
+
+def _read(scope: str, type_: str, attributes: list[str]) -> dict:
+    return {"type": "read", "mbean": f"{DOMAIN}:{scope}Type={type_},*", "attribute": list(attributes), "config": {"ignoreErrors": True}}
+
+
 class WebLogicPack:
     kind = "weblogic"
     tables = ("broker_state", "destination_stats")
     exclusive_roles = False
+    backlog_attribute = "MessagesCurrentCount"
 
     def requests(self, broker_name: str = "*") -> list[dict]:
         """`broker_name` = a WebLogic server name restricts the reads to it ('*' = any)."""
-        scope = "" if broker_name in ("", "*") else f"ServerRuntime={broker_name},"
+        scope = _scope(broker_name)
 
-        def read(type_: str, attributes: list[str]) -> dict:
-            return {
-                "type": "read",
-                "mbean": f"{DOMAIN}:{scope}Type={type_},*",
-                "attribute": list(attributes),
-                "config": {"ignoreErrors": True},
-            }
+        return [_read(scope, JMS_RUNTIME, RUNTIME_ATTRIBUTES), _read(scope, JMS_SERVER, SERVER_ATTRIBUTES)]
 
-        return [
-            read(JMS_RUNTIME, RUNTIME_ATTRIBUTES),
-            read(JMS_SERVER, SERVER_ATTRIBUTES),
-            read(JMS_DESTINATION, DESTINATION_ATTRIBUTES),
-        ]
+    def destination_request(self, broker_name: str = "*") -> dict:
+        """Every JMS destination (the collector may sample instead, see scraper)."""
+        return _read(_scope(broker_name), JMS_DESTINATION, DESTINATION_ATTRIBUTES)
 
     def normalize(self, obs: Observation, obs_key: str) -> Rows:
         rows = Rows()

@@ -166,6 +166,8 @@ BROKER_STATE = TableContract(
         _c("producers", pa.int64(), "current producers"),
         _c("error", pa.string(), "why the observation is incomplete (transport error or item error)"),
         _c("scrape_ms", pa.float64(), "scrape round-trip in ms"),
+        _c("store", pa.string(), "the store the instance serves as master (ActiveMQ persistence adapter name); identifies a logical broker"),
+        _c("health", pa.string(), "broker's own health status where reported (ActiveMQ Health.CurrentStatus; only as fresh as its last health() call)"),
     ),
     keys=("obs_key", "instance"),
     partition_by=("obs_date",),
@@ -215,7 +217,8 @@ REPLICATION_STATS = TableContract(
         "partitions, ISR shrink/expand rates, follower max lag, active controller count), "
         "`mirrormaker2` and `replicator` (cross-cluster, per topic-partition: lag in messages, "
         "latency, throughput), `mirrormaker2-checkpoint` (offset-sync checkpoint latency per "
-        "consumer group), `consumer` (consumer records-lag), `artemis-replica` (a live's "
+        "consumer group), `consumer` (consumer records-lag), `network-bridge` (an ActiveMQ network connector's bridge: "
+        "messages taken in but not yet acknowledged by the remote broker), `artemis-replica` (a live's "
         "backup sync state). Columns that do not apply to a flow are null."
     ),
     columns=(
@@ -225,7 +228,7 @@ REPLICATION_STATS = TableContract(
         _c("kind", pa.string(), "broker kind", False),
         _c("group_name", pa.string(), "cluster / HA group", False),
         _c("instance", pa.string(), "instance that reported it", False),
-        _c("flow", pa.string(), "isr | mirrormaker2 | mirrormaker2-checkpoint | replicator | consumer | artemis-replica", False),
+        _c("flow", pa.string(), "isr | mirrormaker2 | mirrormaker2-checkpoint | replicator | consumer | artemis-replica | network-bridge", False),
         _c("source_cluster", pa.string(), "cross-cluster source (alias)"),
         _c("target_cluster", pa.string(), "cross-cluster destination (alias)"),
         _c("topic", pa.string(), "topic (user-controlled text)"),
@@ -377,6 +380,188 @@ SPLIT_BRAIN_WINDOWS = TableContract(
     written_by="lakehouse.jobs.spine",
 )
 
+# --- GC logs (issue P3): bronze lines → silver events and parse stats → gold findings --------------
+
+_FILE_ID_DOC = (
+    "stable id of one log file: `<dev>-<inode>-<head>-<gen>` (hex device and inode, a fingerprint "
+    "of the file's first line, and a generation bumped when the file was truncated or rewritten in "
+    "place); renaming by log rotation keeps it"
+)
+
+BRONZE_GC_LINES = TableContract(
+    name="bronze_gc_lines",
+    layer="bronze",
+    doc=(
+        "One row per line read from a GC log (`gc_logs` of a target), raw, in the order of the file. "
+        "A line is read only once its newline has arrived. Lines that are not text (NUL bytes, "
+        "invalid UTF-8) or longer than the limit are kept as rows with `error` set and skipped by "
+        "the parser. Live tailing and `brokerscope replay` of a recording produce identical rows."
+    ),
+    columns=(
+        _c("target", pa.string(), "target name from the config", False),
+        _c("file_id", pa.string(), _FILE_ID_DOC + "; the partition column", False),
+        _c("offset", pa.int64(), "byte offset of the line's first byte in the file", False),
+        _c("length", pa.int64(), "bytes of the line including its newline", False),
+        _c("line_no", pa.int64(), "line number in the file (1-based)", False),
+        _c("line", pa.string(), "the line without its newline; for a rejected line a short escaped preview"),
+        _c("error", pa.string(), "why the line was rejected; null for a text line"),
+        _c("error_kind", pa.string(), "binary | overlong; null for a text line"),
+        _c("ts", TS, "when the line was read (UTC, ms)", False),
+        _c("file", pa.string(), "path of the file when the line was read", False),
+        _c("collector", pa.string(), "who wrote the row: `collect` (live) or `replay:<file>`"),
+    ),
+    keys=("target", "file_id", "offset"),
+    partition_by=("file_id",),
+    written_by="collectors.gc.tailer (brokerscope collect / gc tail / replay)",
+)
+
+GC_EVENTS = TableContract(
+    name="gc_events",
+    layer="silver",
+    doc=(
+        "One row per GC event of a log file: a collection's stop-the-world pause, a concurrent "
+        "phase or cycle, a ZGC allocation stall, a safepoint (taxonomy and counting rules: "
+        "collectors/gc/model.py). Each file is parsed whole, in order, by one parser; `origin` "
+        "says whether its lines came from bronze_gc_lines (`tail`) or from `brokerscope gc import` "
+        "(`import`). `wall_time` is the logged time, else `jvm_start + uptime` (see gc_parse_stats)."
+    ),
+    columns=(
+        _c("target", pa.string(), "target name", False),
+        _c("file_id", pa.string(), _FILE_ID_DOC + "; the partition column", False),
+        _c("file", pa.string(), "path of the file"),
+        _c("origin", pa.string(), "tail | import", False),
+        _c("event_seq", pa.int64(), "0-based position of the event in the file's event stream", False),
+        _c("source_line", pa.int64(), "line number of the event's first line"),
+        _c("wall_time", TS, "start of the event, UTC; null when neither logged nor derivable"),
+        _c("wall_time_source", pa.string(), "log (a time decorator / datestamp) | estimated (jvm_start + uptime)"),
+        _c("uptime_s", pa.float64(), "JVM uptime at the start of the event (s)"),
+        _c("collector", pa.string(), "serial | parallel | cms | g1 | zgc | zgc-generational | shenandoah | unknown", False),
+        _c("event_type", pa.string(), "young | mixed | full | initial-mark | remark | cleanup | degenerated | pause-<phase> | concurrent-<phase> | concurrent-cycle | allocation-stall | relocation-stall | out-of-memory | safepoint", False),
+        _c("cause", pa.string(), "GC cause (e.g. `G1 Evacuation Pause`, `System.gc()`) or the safepoint's VM operation"),
+        _c("phase", pa.string(), "the event's name as logged, e.g. `Pause Young (Normal)`"),
+        _c("pause_ms", pa.float64(), "stop-the-world pause (ms); for safepoints the time the application was stopped"),
+        _c("concurrent_ms", pa.float64(), "duration of a concurrent phase (ms)"),
+        _c("duration_ms", pa.float64(), "duration of a cycle or stall (ms)"),
+        _c("heap_before_kb", pa.int64(), "heap occupancy before (KiB)"),
+        _c("heap_after_kb", pa.int64(), "heap occupancy after (KiB)"),
+        _c("heap_committed_kb", pa.int64(), "heap committed (KiB)"),
+        _c("young_before_kb", pa.int64(), "young generation before (KiB)"),
+        _c("young_after_kb", pa.int64(), "young generation after (KiB)"),
+        _c("young_committed_kb", pa.int64(), "young generation committed (KiB)"),
+        _c("old_before_kb", pa.int64(), "old generation before (KiB)"),
+        _c("old_after_kb", pa.int64(), "old generation after (KiB)"),
+        _c("old_committed_kb", pa.int64(), "old generation committed (KiB)"),
+        _c("metaspace_before_kb", pa.int64(), "metaspace (or permanent generation) before (KiB)"),
+        _c("metaspace_after_kb", pa.int64(), "metaspace after (KiB)"),
+        _c("metaspace_committed_kb", pa.int64(), "metaspace committed (KiB)"),
+        _c("user_s", pa.float64(), "CPU user time (s)"),
+        _c("sys_s", pa.float64(), "CPU system time (s)"),
+        _c("real_s", pa.float64(), "elapsed time as logged with the CPU times (s)"),
+        _c("gc_id", pa.int64(), "the JVM's GC id (`GC(n)`), unified logs"),
+        _c("flags", pa.string(), "comma-separated flags, e.g. `to-space-exhausted,humongous` (collectors/gc/model.py KNOWN_FLAGS)"),
+        _c("ttsp_ms", pa.float64(), "safepoints: time to reach the safepoint (ms)"),
+    ),
+    keys=("target", "file_id", "event_seq"),
+    partition_by=("file_id",),
+    written_by="lakehouse.jobs.gc (brokerscope analyze / gc analyze / gc import)",
+)
+
+GC_PARSE_STATS = TableContract(
+    name="gc_parse_stats",
+    layer="silver",
+    doc=(
+        "Parse coverage per GC log file: every line is counted as part of an event, understood "
+        "without an event (banners, heap summaries), not understood, or rejected (binary or "
+        "overlong) — never dropped silently. Also the file's time span and the JVM start used "
+        "to give events a wall time when the log has only uptimes."
+    ),
+    columns=(
+        _c("target", pa.string(), "target name", False),
+        _c("file_id", pa.string(), _FILE_ID_DOC + "; the partition column", False),
+        _c("file", pa.string(), "path of the file"),
+        _c("origin", pa.string(), "tail | import", False),
+        _c("end_offset", pa.int64(), "bytes of the file covered by this parse (tail: end of the last bronze line)", False),
+        _c("lines", pa.int64(), "lines covered, rejected ones included", False),
+        _c("lines_event", pa.int64(), "lines that are part of an event", False),
+        _c("lines_ignored", pa.int64(), "lines understood that carry no event", False),
+        _c("lines_unknown", pa.int64(), "lines not understood", False),
+        _c("lines_rejected", pa.int64(), "lines rejected before parsing (binary or overlong)", False),
+        _c("coverage", pa.float64(), "(lines_event + lines_ignored) / lines; 1.0 for an empty file", False),
+        _c("events", pa.int64(), "events emitted", False),
+        _c("incomplete_events", pa.int64(), "events started but not finished (e.g. cut by rotation or still being written)", False),
+        _c("collector", pa.string(), "the collector most events name"),
+        _c("log_format", pa.string(), "unified | legacy | mixed | empty"),
+        _c("first_uptime_s", pa.float64(), "uptime of the first time-stamped line"),
+        _c("last_uptime_s", pa.float64(), "uptime of the last time-stamped line"),
+        _c("first_wall_time", TS, "wall time of the first time-stamped line (logged or estimated)"),
+        _c("last_wall_time", TS, "wall time of the last time-stamped line (logged or estimated)"),
+        _c("jvm_start", TS, "JVM start used for `jvm_start + uptime` when the log has no wall time: the earliest (time read − uptime) over the file's events for tailed files (an upper bound, tight when read live), the file's modification time − last uptime for imports"),
+        _c("wall_time_source", pa.string(), "log | estimated | none"),
+        _c("unknown_sample", pa.string(), "JSON list of up to 20 [line_no, text] of lines not understood"),
+    ),
+    keys=("target", "file_id"),
+    partition_by=("file_id",),
+    written_by="lakehouse.jobs.gc (brokerscope analyze / gc analyze / gc import)",
+)
+
+GC_FINDINGS = TableContract(
+    name="gc_findings",
+    layer="gold",
+    doc=(
+        "Coded GC findings (in the manner of garbagecat's analysis codes), one row per occurrence: "
+        "a pause ≥ ⅓ of the ZooKeeper session timeout (`gc.pause-over-third-session`) or ≥ the "
+        "connection TTL (`gc.pause-over-connection-ttl`), full GCs, to-space exhausted, evacuation "
+        "and concurrent mode failures, allocation stalls, humongous allocations, explicit "
+        "`System.gc()`, GC time share over a window (`gc.time-share`) and stopped time not spent "
+        "in GC (`gc.safepoint-not-gc`). Thresholds come from the config's `gc:` section."
+    ),
+    columns=(
+        _c("finding_id", pa.string(), "stable id: hash of code, target, file and event (or window)", False),
+        _c("code", pa.string(), "gc.<rule>, e.g. gc.pause-over-third-session", False),
+        _c("severity", pa.string(), "error | warn | info", False),
+        _c("target", pa.string(), "target name", False),
+        _c("group_name", pa.string(), "the target's HA group from the config"),
+        _c("ts", TS, "when it happened (event start, or the window's first event); null when the log gives no wall time"),
+        _c("uptime_s", pa.float64(), "JVM uptime at that point (s)"),
+        _c("file_id", pa.string(), "log file (see gc_events)", False),
+        _c("event_seq", pa.int64(), "the gc_events row it is about; null for findings over a window or a file"),
+        _c("event_type", pa.string(), "event type of that row (young, full, safepoint …)"),
+        _c("cause", pa.string(), "GC cause or VM operation of that row"),
+        _c("value", pa.float64(), "the measured value (see unit)"),
+        _c("threshold", pa.float64(), "the threshold it was compared with (same unit); null for findings that are facts"),
+        _c("unit", pa.string(), "ms | pct | count"),
+        _c("message", pa.string(), "what happened, in plain words", False),
+        _c("advice", pa.string(), "what to do about it"),
+    ),
+    keys=("finding_id",),
+    written_by="lakehouse.jobs.gc (brokerscope analyze / gc analyze / gc import)",
+)
+
+HA_GROUP_CHECKS = TableContract(
+    name="ha_group_checks",
+    layer="gold",
+    doc=(
+        "Configured HA groups cross-checked against what the brokers report on their active rows "
+        "(ActiveMQ store, Artemis NodeID). `group-members-disagree`: one group's members serve "
+        "different stores/NodeIDs — they can both be master (a misconfigured pair). "
+        "`identity-in-several-groups`: one store/NodeID served by instances of different groups."
+    ),
+    columns=(
+        _c("check_id", pa.string(), "stable id", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("check", pa.string(), "group-members-disagree | identity-in-several-groups", False),
+        _c("group_name", pa.string(), "the group(s) concerned, comma-separated", False),
+        _c("instances", pa.string(), "instances concerned, comma-separated", False),
+        _c("identities", pa.string(), "stores / NodeIDs seen, comma-separated", False),
+        _c("first_seen", TS, "first active observation involved", False),
+        _c("last_seen", TS, "last active observation involved", False),
+        _c("message", pa.string(), "what was found, in plain words", False),
+        _c("advice", pa.string(), "what to do", False),
+    ),
+    keys=("check_id",),
+    written_by="lakehouse.jobs.spine",
+)
+
 TABLES: dict[str, TableContract] = {
     t.name: t
     for t in (
@@ -388,6 +573,11 @@ TABLES: dict[str, TableContract] = {
         ROLE_INTERVALS,
         FAILOVER_EVENTS,
         SPLIT_BRAIN_WINDOWS,
+        HA_GROUP_CHECKS,
+        BRONZE_GC_LINES,
+        GC_EVENTS,
+        GC_PARSE_STATS,
+        GC_FINDINGS,
     )
 }
 

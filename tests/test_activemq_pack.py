@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+from collectors.base import scrape_requests
 from collectors.activemq import ActiveMQPack
 from collectors.base import Observation
 
@@ -15,7 +16,7 @@ PACK = ActiveMQPack()
 
 
 def normalize(target, response, error=None):
-    obs = Observation(TS, target, "activemq", "store-1", PACK.requests(), response, error, 12.0)
+    obs = Observation(TS, target, "activemq", "store-1", scrape_requests(PACK), response, error, 12.0)
     return PACK.normalize(obs, "k1")
 
 
@@ -66,6 +67,46 @@ def test_echo_decides_not_our_request_order():
 
 def test_jvm_without_broker_mbean_is_not_active():
     resp = [{"request": r, "status": 404, "error_type": "javax.management.InstanceNotFoundException",
-             "error": "No MBean with pattern found"} for r in PACK.requests()]
+             "error": "No MBean with pattern found"} for r in scrape_requests(PACK)]
     (b,) = normalize("amq-a", resp).broker_state
     assert (b["reachable"], b["active"], b["role"]) == (True, False, "starting")
+
+
+CAPTURE2 = json.loads((Path(__file__).parent / "fixtures" / "activemq_topics_health_store.json").read_text())
+
+
+def test_topics_health_and_store_from_a_real_master():
+    obs = Observation(TS, "amq-a", "activemq", None, [], CAPTURE2["amq-a"], None, 5.0)
+    rows = PACK.normalize(obs, "k")
+    (b,) = rows.broker_state
+    # no group configured: the logical broker is the store
+    assert b["store"].startswith("KahaDBPersistenceAdapter[/") and b["group_name"] == b["store"]
+    assert b["health"] == "Good"
+    # advisory topics are broker-internal and left out; the application topic stays
+    got = sorted((d["destination"], d["destination_type"], d["messages"], d["enqueued"]) for d in rows.destination_stats)
+    assert got == [("BROKERSCOPE.LAB", "queue", 0, 0), ("ORDERS", "queue", 3, 3), ("PRICES", "topic", 0, 1)]
+
+
+def test_a_waiting_slave_has_no_store_health_or_destinations():
+    obs = Observation(TS, "amq-b", "activemq", None, [], CAPTURE2["amq-b"], None, 5.0)
+    rows = PACK.normalize(obs, "k")
+    (b,) = rows.broker_state
+    assert (b["role"], b["active"], b["store"], b["health"], b["group_name"]) == ("slave", False, None, None, "amq-b")
+    assert rows.destination_stats == [] and rows.replication_stats == []
+
+
+def test_network_bridge_from_catalog_names():
+    """CATALOG §2.1/§2.4: bridge MBean = network connector name + networkBridge=<remote address>."""
+    name = ("org.apache.activemq:brokerName=amq-a,connector=networkConnectors,networkBridge=tcp_//10.0.0.7_61616,"
+            "networkConnectorName=to-dc2,type=Broker")
+    resp = [{"request": {"type": "read", "mbean": "org.apache.activemq:brokerName=*,type=Broker", "attribute": "Slave"},
+             "value": {"org.apache.activemq:brokerName=amq-a,type=Broker": {"Slave": False}}, "status": 200},
+            {"request": {"type": "read", "mbean": "org.apache.activemq:brokerName=*,connector=networkConnectors,"
+                                                  "networkBridge=*,networkConnectorName=*,type=Broker"},
+             "value": {name: {"RemoteBrokerName": "amq-dc2", "LocalBrokerName": "amq-a", "RemoteAddress": "tcp://10.0.0.7:61616",
+                              "EnqueueCounter": 120, "DequeueCounter": 95}}, "status": 200}]
+    rows = PACK.normalize(Observation(TS, "amq-a", "activemq", "store-1", [], resp, None, 1.0), "k")
+    (br,) = rows.replication_stats
+    assert (br["flow"], br["source_cluster"], br["target_cluster"], br["client"], br["lag_messages"]) == (
+        "network-bridge", "amq-a", "amq-dc2", "to-dc2", 25.0)
+    assert br["group_name"] == "store-1"

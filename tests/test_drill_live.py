@@ -23,6 +23,11 @@ def test_kill_master_live_then_replay_gives_same_gold(tmp_path, spark):
     analyze(cfg, spark=spark)
     live = gold(Lakehouse(cfg.lakehouse_root()))
     check_kill_master(live["failover_events"], live["role_intervals"], live["split_brain_windows"], truth)
+    lh = Lakehouse(cfg.lakehouse_root())
+    masters = [r for r in lh.read("broker_state").to_pylist() if r["active"]]
+    assert {r["store"] for r in masters} == {f"KahaDBPersistenceAdapter[{tmp_path / 'drill' / 'lab' / 'shared' / 'kahadb'},Index:{tmp_path / 'drill' / 'lab' / 'shared' / 'kahadb'}]"}
+    assert {r["health"] for r in masters} == {"Good"}
+    assert lh.read("ha_group_checks").num_rows == 0  # one shared store: a correctly configured pair
 
     fresh = cfg.model_copy(update={"lakehouse": str(tmp_path / "replayed")})
     res = replay(fresh, tmp_path / "drill" / "recording.jsonl.gz")

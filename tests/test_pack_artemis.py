@@ -13,6 +13,7 @@ import pytest
 
 from brokerscope.analyze import analyze
 from brokerscope.config import config_from_dict
+from collectors.base import scrape_requests
 from collectors.artemis import ArtemisPack, Topology, backup_announced, parse_topology
 from collectors.base import Observation
 from collectors.objectname import parse_object_name
@@ -42,7 +43,7 @@ def scrape(envs: list[dict], target: str, i: int):
 
 
 def normalize(response, error=None, group=None, requests=None):
-    obs = Observation(TS, "art-x", "artemis", group, requests or PACK.requests(), response, error, 7.0)
+    obs = Observation(TS, "art-x", "artemis", group, requests or scrape_requests(PACK), response, error, 7.0)
     return PACK.normalize(obs, "k")
 
 
@@ -50,19 +51,19 @@ def normalize(response, error=None, group=None, requests=None):
 
 
 def test_requests_split_role_reads_from_the_tolerant_bulk():
-    reqs = PACK.requests()
+    reqs = scrape_requests(PACK)
     assert [r["attribute"] for r in reqs[:2]] == ["Active", "ActivationSequence"]
     assert all("config" not in r for r in reqs[:2])  # their 404 / 500 must stay visible
     assert all(r["config"] == {"ignoreErrors": True} for r in reqs[2:])
     names = [parse_object_name(r["mbean"]) for r in reqs]
     assert all(n.domain == "org.apache.activemq.artemis" and n.pattern and n["broker"] == "*" for n in names)
-    assert names[3].as_dict() == {"broker": "*", "component": "addresses", "address": "*", "subcomponent": "queues",
-                                  "routing-type": "*", "queue": "*"}
-    assert names[4].as_dict() == {"broker": "*", "component": "cluster-connections", "name": "*"}
+    assert names[3].as_dict() == {"broker": "*", "component": "cluster-connections", "name": "*"}
+    assert names[4].as_dict() == {"broker": "*", "component": "addresses", "address": "*", "subcomponent": "queues",
+                                  "routing-type": "*", "queue": "*"}  # the destination read comes last
 
 
 def test_a_named_broker_is_quoted_as_artemis_registers_it():
-    (active, *_rest, cluster) = PACK.requests("0.0.0.0")
+    (active, *_rest, cluster, _queues) = scrape_requests(PACK, "0.0.0.0")
     assert active["mbean"] == 'org.apache.activemq.artemis:broker="0.0.0.0"'
     assert parse_object_name(cluster["mbean"])["broker"] == "0.0.0.0"
 
@@ -157,7 +158,7 @@ def facts(envs):
 
 def test_jolokia_1_and_2_shapes_give_the_same_facts():
     one, two = FAILOVER_1[13 * 2 + 1], FAILOVER_2[13 * 2 + 1]
-    item1, item2 = one["response"][3], two["response"][3]
+    item1, item2 = one["response"][4], two["response"][4]  # the queue read
     assert list(item1["value"])[0].startswith('org.apache.activemq.artemis:address="')  # canonical (sorted) keys
     assert list(item2["value"])[0].startswith('org.apache.activemq.artemis:broker="')  # as registered
     early1, early2 = FAILOVER_1[1]["response"][2]["value"], FAILOVER_2[1]["response"][2]["value"]
@@ -183,7 +184,7 @@ def old_broker_response(backup: bool) -> list[dict]:
               "SharedStore": False, "Started": True, "UptimeMillis": 5000, "ConnectionCount": 0 if backup else 4,
               "TotalMessageCount": 0, "TotalMessagesAdded": 0, "TotalMessagesAcknowledged": 0, "TotalConsumerCount": 0,
               "Version": "2.10.1"}
-    bulk = {"request": {"mbean": "org.apache.activemq.artemis:broker=*", "attribute": PACK.requests()[2]["attribute"], "type": "read"},
+    bulk = {"request": {"mbean": "org.apache.activemq.artemis:broker=*", "attribute": scrape_requests(PACK)[2]["attribute"], "type": "read"},
             "value": {'org.apache.activemq.artemis:broker="old"': values}, "timestamp": 1795424400, "status": 200}
     nf = {"error_type": "javax.management.InstanceNotFoundException", "status": 404,
           "error": "javax.management.InstanceNotFoundException : No MBean with pattern … found for reading attributes"}
@@ -228,10 +229,10 @@ def test_configured_group_wins_over_node_id():
 
 def test_jvm_without_broker_mbean():
     nf = {"status": 404, "error_type": "javax.management.InstanceNotFoundException", "error": "No MBean with pattern … found"}
-    (b,) = normalize([dict(nf) for _ in PACK.requests()]).broker_state
+    (b,) = normalize([dict(nf) for _ in scrape_requests(PACK)]).broker_state
     assert (b["reachable"], b["active"], b["role"]) == (True, False, "starting")
     denied = {"status": 403, "error_type": "java.lang.SecurityException", "error": "Reading attribute … not allowed"}
-    (b,) = normalize([dict(denied) for _ in PACK.requests()]).broker_state
+    (b,) = normalize([dict(denied) for _ in scrape_requests(PACK)]).broker_state
     assert (b["reachable"], b["active"], b["role"]) == (True, None, "unknown") and "403" in b["error"]
 
 
@@ -240,7 +241,7 @@ def test_two_brokers_in_one_jvm_are_two_instances():
     live, backup = mk.failover_pair(3, "2.44.0", mk.POLICIES_2_44)
     colocated = mk.Broker("colocated-backup", "2.44.0", "Colocated", "0c0c0c0c-8b6e-11f0-9c3a-0242ac110009", ts - timedelta(minutes=5))
     registry = live.registry(ts) + colocated.registry(ts)
-    resp = [mk.answer(mk.Jolokia2(), r, registry, ts) for r in PACK.requests()]
+    resp = [mk.answer(mk.Jolokia2(), r, registry, ts) for r in scrape_requests(PACK)]
     rows = normalize(resp)
     got = {(b["instance"], b["role"], b["group_name"]) for b in rows.broker_state}
     assert got == {("art-x/art-live", "live", NODE), ("art-x/colocated-backup", "backup", "0c0c0c0c-8b6e-11f0-9c3a-0242ac110009")}

@@ -18,6 +18,7 @@ import yaml
 
 from brokerscope.analyze import analyze
 from brokerscope.config import config_from_dict
+from collectors.base import scrape_requests
 from collectors.base import Observation, format_ts
 from collectors.jolokia import check_read_only
 from collectors.packs import pack_for
@@ -110,7 +111,7 @@ def test_health_state_accepts_both_plausible_forms(value, expected):
 
 
 def test_requests_are_bulk_pattern_reads_of_catalog_names():
-    reqs = PACK.requests()
+    reqs = scrape_requests(PACK)
     check_read_only(reqs)
     assert [r["mbean"] for r in reqs] == [
         "com.bea:Type=JMSRuntime,*", "com.bea:Type=JMSServerRuntime,*", "com.bea:Type=JMSDestinationRuntime,*"]

@@ -121,3 +121,34 @@ def test_split_brain_across_a_gap_is_only_possible(spark):
 
 def test_clean_failover_is_not_split_brain(spark):
     assert windows(spark, {"a": "MMMxxxSS", "b": "SSSSMMMM"}) == []
+
+
+def test_misconfigured_pair_is_a_group_check_finding(spark):
+    from lakehouse.jobs.spine import ha_group_checks
+
+    st = state_frame(spark, {"a": "MMMM", "b": "MMMM", "c": "MMSS"})
+    from pyspark.sql import functions as F
+
+    st = st.withColumn("store", F.expr(
+        "CASE instance WHEN 'a' THEN 'KahaDB[/data/a]' WHEN 'b' THEN 'KahaDB[/data/b]' ELSE 'KahaDB[/data/a]' END"))
+    st = st.withColumn("group_name", F.expr(
+        "CASE instance WHEN 'c' THEN 'other' ELSE 'g' END"))
+    got = {r["check"]: r.asDict() for r in ha_group_checks(st).collect()}
+    assert set(got) == {"group-members-disagree", "identity-in-several-groups"}
+    d = got["group-members-disagree"]
+    assert (d["group_name"], d["instances"], d["identities"]) == ("g", "a, b", "KahaDB[/data/a], KahaDB[/data/b]")
+    s = got["identity-in-several-groups"]
+    assert (s["group_name"], s["instances"], s["identities"]) == ("g, other", "a, c", "KahaDB[/data/a]")
+
+
+def test_derived_groups_reach_rows_that_cannot_name_theirs(spark):
+    from lakehouse.jobs.spine import fill_derived_groups
+    from pyspark.sql import functions as F
+
+    # b: waiting slave (group falls back to 'b'), then master of store S, then unanswered
+    st = state_frame(spark, {"b": "SSMMx"}).withColumn(
+        "group_name", F.when(F.col("active"), F.lit("S")).otherwise(F.col("instance")))
+    rows = sorted(fill_derived_groups(st, configured=set()).collect(), key=lambda r: r.ts)
+    assert [r.group_name for r in rows] == ["S"] * 5
+    kept = sorted(fill_derived_groups(st, configured={"b"}).collect(), key=lambda r: r.ts)
+    assert [r.group_name for r in kept] == ["b", "b", "S", "S", "b"]
