@@ -44,6 +44,30 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class GcThresholds(_Strict):
+    """Per-target overrides of the GC finding thresholds (unset: the top-level `gc:` value)."""
+
+    zk_session_ms: int | None = Field(default=None, gt=0)
+    connection_ttl_ms: int | None = Field(default=None, gt=0)
+
+
+class GcSettings(_Strict):
+    """Top-level `gc:` section: thresholds of the GC findings and how GC logs are tailed."""
+
+    zk_session_ms: int = Field(default=18000, gt=0)  # ZooKeeper session-ms: pauses ≥ ⅓ of it lose sessions
+    connection_ttl_ms: int = Field(default=60000, gt=0)  # Artemis connection-ttl
+    time_share_window: float = 60.0  # GC time share is measured over windows this long
+    time_share_pct: float = Field(default=10.0, gt=0, le=100)  # … and reported above this share
+    poll_interval: float = 1.0  # how often the tailer looks for new lines
+    max_line_bytes: int = Field(default=65536, ge=1024)  # longer lines are rejected (overlong)
+    state_file: Path | None = None  # tail offsets; default <lakehouse>/_state/gc_tail.json
+
+    @field_validator("time_share_window", "poll_interval", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)
+
+
 class Target(_Strict):
     name: str = Field(min_length=1)
     kind: Literal["activemq", "artemis", "kafka", "weblogic", "zookeeper"]
@@ -57,6 +81,17 @@ class Target(_Strict):
     verify_tls: bool = True
     ca_file: Path | None = None
     broker_name: str = "*"  # ActiveMQ brokerName / Artemis broker key to read; '*' = any
+    # above this many destinations, each scrape reads a bounded sample (busiest first) instead of all
+    max_destinations_per_scrape: int = Field(default=500, ge=2)
+    gc_logs: list[str] = Field(default_factory=list)  # globs of this JVM's GC log files
+    gc: GcThresholds | None = None
+
+    @field_validator("gc_logs")
+    @classmethod
+    def _gc_logs_ok(cls, v: list[str]) -> list[str]:
+        if any(not p.strip() for p in v):
+            raise ValueError("an empty pattern; list file globs, e.g. /var/log/amq/gc.log*")
+        return v
 
     @field_validator("name")
     @classmethod
@@ -117,6 +152,7 @@ class Config(_Strict):
     scrape_interval: float = 5.0
     flush_interval: float = 2.0  # how often collected rows are committed to bronze
     targets: list[Target] = Field(default_factory=list)
+    gc: GcSettings = Field(default_factory=GcSettings)
     source_path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("scrape_interval", "flush_interval", mode="before")
@@ -138,6 +174,35 @@ class Config(_Strict):
             if t.name == name:
                 return t
         raise ConfigError(f"no target named {name!r}; configured: {', '.join(t.name for t in self.targets)}")
+
+    def _here(self, path: str | Path) -> Path:
+        """A path from the file, relative to the config file's folder."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() or self.source_path is None else self.source_path.parent / p
+
+    def gc_log_patterns(self, target: Target) -> list[str]:
+        """The target's `gc_logs` globs, relative ones resolved against the config file's folder."""
+        return [str(self._here(p)) for p in target.gc_logs]
+
+    def gc_thresholds(self, target: Target | None = None) -> dict[str, float]:
+        """The GC finding thresholds for one target: its overrides, else the `gc:` section."""
+        over = (target.gc if target else None) or GcThresholds()
+        return {
+            "zk_session_ms": float(over.zk_session_ms or self.gc.zk_session_ms),
+            "connection_ttl_ms": float(over.connection_ttl_ms or self.gc.connection_ttl_ms),
+            "time_share_window_s": self.gc.time_share_window,
+            "time_share_pct": self.gc.time_share_pct,
+        }
+
+    def gc_state_file(self) -> Path:
+        """Where the GC tailer keeps its read offsets."""
+        if self.gc.state_file is not None:
+            return self._here(self.gc.state_file)
+        if "://" in self.lakehouse:
+            raise ConfigError(
+                "gc.state_file: the lakehouse is remote, so the GC tail offsets need a local file; "
+                "set gc.state_file, e.g. /var/lib/brokerscope/gc_tail.json")
+        return Path(self.lakehouse_root()) / "_state" / "gc_tail.json"
 
     def lakehouse_root(self) -> str:
         """Relative local paths resolve against the config file's folder, URIs stay as they are."""

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from brokerscope.config import Config, Target
-from collectors.base import ms_floor, scrape_requests
+from collectors.base import ms_floor
 from collectors.jolokia import JolokiaClient
 from collectors.packs import pack_for
+from collectors.sampling import DestinationSampler
 from collectors.recording import RecordingWriter, bronze_row, envelope
 from lakehouse.store import Lakehouse
 
@@ -100,7 +101,13 @@ class Collector:
     async def _scrape_loop(self, t: Target, client: JolokiaClient, t_end: float | None) -> None:
         interval = self.config.scrape_interval
         pack = pack_for(t.kind)
-        requests = scrape_requests(pack, t.broker_name)
+        broker_reads = pack.requests(t.broker_name)
+        wildcard = pack.destination_request(t.broker_name)
+        sampler = (
+            DestinationSampler(wildcard, pack.backlog_attribute, limit=t.max_destinations_per_scrape)
+            if wildcard
+            else None
+        )
         next_at = time.time()
         while not self._stop.is_set():
             if t_end is not None and next_at >= t_end:
@@ -112,7 +119,10 @@ class Collector:
                     return
                 except asyncio.TimeoutError:
                     pass
+            requests = broker_reads + (sampler.requests() if sampler else [])
             ex = await client.bulk(requests, deadline=next_at + interval)
+            if sampler and ex.ok:
+                sampler.observe(requests, ex.items())
             self._land(t, ex)
             next_at += interval
             if next_at < time.time():  # fell behind (slow target): skip missed ticks, don't burst
