@@ -66,10 +66,16 @@ class Collector:
     async def run(self, duration: float | None = None) -> CollectStats:
         if not self.config.targets:
             raise ValueError("the config has no targets; add at least one under `targets:`")
-        t_end = None if duration is None else time.time() + duration
         clients = {t.name: self._client(t) for t in self.config.targets}
+        t_end = None if duration is None else time.time() + duration  # after set-up: scrape for `duration`
+        n = len(self.config.targets)
         try:
-            tasks = [asyncio.create_task(self._scrape_loop(t, clients[t.name], t_end)) for t in self.config.targets]
+            tasks = [
+                # Spread the targets' first scrapes over one interval: N simultaneous requests would
+                # make every scrape's elapsed_ms measure our own queueing, not the broker.
+                asyncio.create_task(self._scrape_loop(t, clients[t.name], t_end, offset=i / n * self.config.scrape_interval))
+                for i, t in enumerate(self.config.targets)
+            ]
             flusher = asyncio.create_task(self._flush_loop())
             await asyncio.gather(*tasks)
             self._stop.set()
@@ -98,7 +104,7 @@ class Collector:
             verify=verify,
         )
 
-    async def _scrape_loop(self, t: Target, client: JolokiaClient, t_end: float | None) -> None:
+    async def _scrape_loop(self, t: Target, client: JolokiaClient, t_end: float | None, offset: float = 0.0) -> None:
         interval = self.config.scrape_interval
         pack = pack_for(t.kind)
         broker_reads = pack.requests(t.broker_name)
@@ -108,7 +114,7 @@ class Collector:
             if wildcard
             else None
         )
-        next_at = time.time()
+        next_at = time.time() + offset
         while not self._stop.is_set():
             if t_end is not None and next_at >= t_end:
                 return
