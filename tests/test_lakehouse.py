@@ -1,0 +1,484 @@
+"""Lakehouse (delta-rs) and SparkLakehouse (native / bridge) on tiny frames built from the real
+table contracts. One local Spark session for the whole file (tests/spark_fixtures.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from lakehouse.spark import (
+    DeltaSparkUnavailableError,
+    SparkLakehouse,
+    delta_native_available,
+    spark_schema,
+)
+from lakehouse.store import Lakehouse, LakehouseError
+from lakehouse.tables import contract
+from tests.spark_fixtures import spark  # noqa: F401
+
+UTC = dt.timezone.utc
+BASE = dt.datetime(2024, 5, 1, 23, 58, 0, 123456, tzinfo=UTC)  # rows cross midnight: 2 partitions
+
+
+def make_rows(name: str, n: int, start: int = 0, step_s: int = 20, obs_date: str | None = None) -> list[dict]:
+    """Rows for any contract: unique keys, every type exercised, some nulls in nullable columns."""
+    c = contract(name)
+    rows = []
+    for i in range(start, start + n):
+        ts = BASE + dt.timedelta(seconds=i * step_s)
+        r = {}
+        for col in c.columns:
+            t = col.type
+            if col.name == "obs_date":
+                v = obs_date or ts.strftime("%Y-%m-%d")
+            elif col.name == "obs_key":
+                v = hashlib.sha256(f"obs-{i}".encode()).hexdigest()
+            elif pa.types.is_timestamp(t):
+                v = ts
+            elif pa.types.is_string(t):
+                if col.name in c.keys or not col.nullable:
+                    v = f"{col.name}-{i}"
+                else:
+                    v = None if i % 3 == 0 else f"{col.name}-{i % 4}"
+            elif pa.types.is_boolean(t):
+                v = None if (col.nullable and i % 5 == 0) else i % 2 == 0
+            elif pa.types.is_integer(t):
+                v = None if (col.nullable and i % 7 == 0) else i * 7
+            elif pa.types.is_floating(t):
+                v = None if (col.nullable and i % 6 == 0) else i * 0.25
+            else:
+                v = None
+            r[col.name] = v
+        rows.append(r)
+    return rows
+
+
+def table_of(name: str, rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=contract(name).schema)
+
+
+def normalized(name: str, t: pa.Table) -> pa.Table:
+    """Same schema (nullability aside) and row order, for comparing results of different engines."""
+    c = contract(name)
+    schema = pa.schema([f.with_nullable(True) for f in c.schema])
+    return t.select(c.column_names).cast(schema).sort_by([(k, "ascending") for k in c.keys])
+
+
+def files_under(path) -> set[str]:
+    out = set()
+    for d, _dirs, files in os.walk(path):
+        for f in files:
+            out.add(os.path.relpath(os.path.join(d, f), path))
+    return out
+
+
+@pytest.fixture
+def lh(tmp_path) -> Lakehouse:
+    return Lakehouse(tmp_path / "lake")
+
+
+@pytest.fixture
+def slh(spark, lh) -> SparkLakehouse:  # noqa: F811
+    return SparkLakehouse(spark, lh, mode="bridge")
+
+
+# --- Lakehouse (delta-rs) ------------------------------------------------------------------------
+
+
+def test_uri_layout_and_missing_table(lh, tmp_path):
+    assert lh.uri("bronze_jolokia") == str(tmp_path / "lake" / "bronze" / "bronze_jolokia")
+    assert lh.uri("role_intervals").endswith(os.path.join("gold", "role_intervals"))
+    assert Lakehouse(f"file://{tmp_path}/lake2").uri("broker_state") == str(tmp_path / "lake2" / "silver" / "broker_state")
+    assert not lh.exists("broker_state") and lh.version("broker_state") is None
+    assert lh.history("broker_state") == [] and lh.delete_where("broker_state", "instance = 'x'") == 0
+    empty = lh.read("broker_state")
+    assert empty.num_rows == 0 and empty.schema == contract("broker_state").schema
+    assert lh.read("broker_state", columns=["ts", "instance"]).schema.names == ["ts", "instance"]
+    with pytest.raises(KeyError, match="unknown table"):
+        lh.uri("no_such_table")
+
+
+def test_append_and_snapshot_read(lh):
+    rows = make_rows("bronze_jolokia", 10)
+    assert lh.append("bronze_jolokia", rows[:6]) == 6
+    assert lh.append("bronze_jolokia", table_of("bronze_jolokia", rows[6:])) == 4
+    assert lh.exists("bronze_jolokia") and lh.version("bronze_jolokia") == 1
+    got = lh.read("bronze_jolokia")
+    assert got.schema == contract("bronze_jolokia").schema
+    assert normalized("bronze_jolokia", got).equals(normalized("bronze_jolokia", table_of("bronze_jolokia", rows)))
+    dt_ = DeltaTable(lh.uri("bronze_jolokia"))
+    assert dt_.metadata().partition_columns == ["obs_date"]
+    assert sorted(p["obs_date"] for p in dt_.partitions()) == ["2024-05-01", "2024-05-02"]
+    # projection + SQL filter (partition pruning + row filter)
+    some = lh.read("bronze_jolokia", columns=["obs_key", "obs_date"], filter="obs_date = '2024-05-02'")
+    assert some.schema.names == ["obs_key", "obs_date"]
+    assert some.num_rows == sum(r["obs_date"] == "2024-05-02" for r in rows) > 0
+    # missing nullable columns become null; an empty batch writes nothing
+    minimal = [{k: v for k, v in r.items() if not contract("bronze_jolokia").schema.field(k).nullable}
+               for r in make_rows("bronze_jolokia", 1, start=50)]
+    assert lh.append("bronze_jolokia", minimal) == 1
+    assert lh.append("bronze_jolokia", []) == 0 and lh.version("bronze_jolokia") == 2
+    last = lh.read("bronze_jolokia", filter=f"obs_key = '{minimal[0]['obs_key']}'").to_pylist()[0]
+    assert last["response_json"] is None and last["request_json"] == minimal[0]["request_json"]
+
+
+@pytest.mark.parametrize("strategy", ["antijoin", "merge"])
+def test_append_new_twice_no_duplicates(lh, strategy):
+    rows = make_rows("broker_state", 12)
+    batch = rows[:8] + rows[:2]  # duplicates inside the batch too
+    assert lh._append_new("broker_state", batch, strategy=strategy) == 8
+    assert lh._append_new("broker_state", batch, strategy=strategy) == 0
+    assert lh._append_new("broker_state", rows, strategy=strategy) == 4
+    got = lh.read("broker_state")
+    keys = list(zip(got.column("obs_key").to_pylist(), got.column("instance").to_pylist()))
+    assert len(keys) == len(set(keys)) == 12
+    assert normalized("broker_state", got).equals(normalized("broker_state", table_of("broker_state", rows)))
+
+
+def test_append_new_default_and_first_write(lh):
+    rows = make_rows("bronze_jolokia", 5)
+    assert lh.append_new("bronze_jolokia", rows + rows) == 5  # table created by the first call
+    assert lh.append_new("bronze_jolokia", rows) == 0
+    assert lh.read("bronze_jolokia").num_rows == 5
+
+
+def test_overwrite_idempotent_and_partition_overwrite(lh):
+    rows = make_rows("broker_state", 10)
+    assert lh.overwrite("broker_state", rows) == 10
+    assert lh.overwrite("broker_state", rows) == 10
+    hist = lh.history("broker_state")
+    assert [h["version"] for h in hist] == [1, 0]
+    assert all(h["operationParameters"]["mode"] in ("Overwrite", "ErrorIfExists") for h in hist)
+    assert normalized("broker_state", lh.read("broker_state")).equals(normalized("broker_state", table_of("broker_state", rows)))
+    # replace one partition only: rows of other days are kept
+    day2 = [r for r in rows if r["obs_date"] == "2024-05-02"]
+    new_day2 = make_rows("broker_state", 3, start=100, obs_date="2024-05-02")
+    for _ in range(2):  # idempotent too
+        assert lh.overwrite("broker_state", new_day2, partition_filter={"obs_date": "2024-05-02"}) == 3
+    got = lh.read("broker_state")
+    assert got.num_rows == len(rows) - len(day2) + 3
+    assert set(got.filter(pa.compute.equal(got["obs_date"], "2024-05-02"))["obs_key"].to_pylist()) == {
+        r["obs_key"] for r in new_day2}
+    # rows outside the filter are refused (nothing written)
+    with pytest.raises(LakehouseError, match="broker_state"):
+        lh.overwrite("broker_state", rows[:1], partition_filter="obs_date = '1999-01-01'")
+    assert lh.read("broker_state").num_rows == got.num_rows
+
+
+def test_delete_where(lh):
+    rows = make_rows("broker_state", 10)
+    lh.append("broker_state", rows)
+    assert lh.delete_where("broker_state", "obs_date = '2024-05-01'") == sum(r["obs_date"] == "2024-05-01" for r in rows)
+    assert set(lh.read("broker_state")["obs_date"].to_pylist()) == {"2024-05-02"}
+    with pytest.raises(ValueError):
+        lh.delete_where("broker_state", " ")
+
+
+@pytest.mark.parametrize(
+    "mutate, column",
+    [
+        (lambda r: r.update(bogus_col=1), "bogus_col"),
+        (lambda r: r.update(connections="three"), "connections"),
+        (lambda r: r.update(ts="2024-05-01T00:00:00Z"), "ts"),
+        (lambda r: r.pop("instance"), "instance"),
+        (lambda r: r.update(reachable=None), "reachable"),
+    ],
+    ids=["extra", "wrong-type", "ts-as-string", "missing-required", "null-required"],
+)
+def test_schema_errors_name_the_column(lh, mutate, column):
+    rows = make_rows("broker_state", 3)
+    mutate(rows[1])
+    with pytest.raises(LakehouseError) as e:
+        lh.append("broker_state", rows)
+    assert repr(column) in str(e.value) and "broker_state" in str(e.value)
+    assert not lh.exists("broker_state")
+
+
+def test_arrow_schema_errors_name_the_column(lh):
+    t = table_of("broker_state", make_rows("broker_state", 3))
+    with pytest.raises(LakehouseError, match="'extra'"):
+        lh.append("broker_state", t.append_column("extra", pa.array([1, 2, 3])))
+    idx = t.schema.get_field_index("uptime_ms")
+    with pytest.raises(LakehouseError, match="'uptime_ms'"):
+        lh.append("broker_state", t.set_column(idx, "uptime_ms", pa.array(["a", "b", "c"])))
+    # compatible types are cast: int32 → int64, naive timestamps (taken as UTC), large_string
+    ok = t.set_column(idx, "uptime_ms", t["uptime_ms"].cast(pa.int32()))
+    ok = ok.set_column(ok.schema.get_field_index("ts"), "ts", ok["ts"].cast(pa.timestamp("us")))
+    ok = ok.set_column(ok.schema.get_field_index("kind"), "kind", ok["kind"].cast(pa.large_string()))
+    assert lh.append("broker_state", ok) == 3
+    assert normalized("broker_state", lh.read("broker_state")).equals(normalized("broker_state", t))
+
+
+# --- corruption ----------------------------------------------------------------------------------
+
+
+def test_garbled_log_gives_clear_error_and_writes_refuse(lh):
+    lh.append("bronze_jolokia", make_rows("bronze_jolokia", 3))
+    lh.append("bronze_jolokia", make_rows("bronze_jolokia", 3, start=3))
+    commit = os.path.join(lh.uri("bronze_jolokia"), "_delta_log", "00000000000000000001.json")
+    with open(commit, "w") as fh:
+        fh.write('{"add": {"path": garbage')
+    before = files_under(lh.uri("bronze_jolokia"))
+    for op in (lambda: lh.read("bronze_jolokia"), lambda: lh.version("bronze_jolokia"),
+               lambda: lh.append("bronze_jolokia", make_rows("bronze_jolokia", 1, start=9)),
+               lambda: lh.overwrite("bronze_jolokia", make_rows("bronze_jolokia", 1, start=9))):
+        with pytest.raises(LakehouseError) as e:
+            op()
+        msg = str(e.value)
+        assert "'bronze_jolokia'" in msg and lh.uri("bronze_jolokia") in msg
+        assert "00000000000000000001.json" in msg and "version 0" in msg and "what to do" in msg
+    assert files_under(lh.uri("bronze_jolokia")) == before  # nothing written
+
+
+def test_missing_data_file_gives_clear_error(lh, slh):
+    lh.append("broker_state", make_rows("broker_state", 6))
+    victim = DeltaTable(lh.uri("broker_state")).file_uris()[0]
+    os.remove(victim)
+    with pytest.raises(LakehouseError) as e:
+        lh.read("broker_state")
+    msg = str(e.value)
+    assert "'broker_state'" in msg and "missing" in msg and os.path.basename(victim) in msg and "repair()" in msg
+    with pytest.raises(LakehouseError, match=r"(?s)missing.*repair\(\)"):
+        slh.read("broker_state")
+    assert lh.version("broker_state") == 0  # the log itself is fine
+
+
+def test_foreign_folder_is_refused_and_left_alone(lh, slh, spark):  # noqa: F811
+    path = lh.uri("role_intervals")
+    os.makedirs(path)
+    with open(os.path.join(path, "notes.txt"), "w") as fh:
+        fh.write("someone else's data")
+    for op in (lambda: lh.read("role_intervals"),
+               lambda: lh.append("role_intervals", make_rows("role_intervals", 2)),
+               lambda: lh.overwrite("role_intervals", make_rows("role_intervals", 2)),
+               lambda: slh.read("role_intervals"),
+               lambda: slh.write("role_intervals", spark.createDataFrame(table_of("role_intervals", make_rows("role_intervals", 2))))):
+        with pytest.raises(LakehouseError) as e:
+            op()
+        assert "'role_intervals'" in str(e.value) and "not a Delta table" in str(e.value) and "notes.txt" in str(e.value)
+        assert "Move the folder away" in str(e.value)
+    assert files_under(path) == {"notes.txt"}
+    assert not lh.exists("role_intervals")
+
+
+# --- Spark: session, modes ------------------------------------------------------------------------
+
+
+def test_spark_session_defaults(spark):  # noqa: F811
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
+    assert spark.sparkContext.getConf().get("spark.ui.enabled") == "false"
+
+
+def test_native_mode_without_jars_is_a_clear_error(spark, lh):  # noqa: F811
+    if delta_native_available(spark):
+        pytest.skip("delta-spark is on the classpath here")
+    with pytest.raises(DeltaSparkUnavailableError, match=r"(?s)io\.delta\.sql\.DeltaSparkSessionExtension.*bridge"):
+        SparkLakehouse(spark, lh, mode="native")
+    assert SparkLakehouse(spark, lh).mode == "bridge"  # auto
+
+
+def test_native_roundtrip(spark, lh):  # noqa: F811
+    if not delta_native_available(spark):
+        pytest.skip("delta_native_available(spark) is False: delta-spark's JVM classes are not on the classpath")
+    nl = SparkLakehouse(spark, lh, mode="native")
+    rows = make_rows("broker_state", 8)
+    assert nl.write("broker_state", spark.createDataFrame(table_of("broker_state", rows))) == 8
+    assert normalized("broker_state", lh.read("broker_state")).equals(normalized("broker_state", table_of("broker_state", rows)))
+    assert normalized("broker_state", nl.read("broker_state").toArrow()).equals(normalized("broker_state", table_of("broker_state", rows)))
+
+
+# --- Spark bridge ---------------------------------------------------------------------------------
+
+
+def test_bridge_spark_write_then_deltars_read_identical(spark, lh, slh):  # noqa: F811
+    rows = make_rows("broker_state", 20)
+    expected = table_of("broker_state", rows)
+    assert slh.write("broker_state", spark.createDataFrame(expected)) == 20
+    got = lh.read("broker_state")
+    assert got.schema == contract("broker_state").schema
+    assert normalized("broker_state", got).equals(normalized("broker_state", expected))
+    dt_ = DeltaTable(lh.uri("broker_state"))
+    assert dt_.metadata().partition_columns == ["obs_date"] and dt_.metadata().name == "broker_state"
+    adds = pa.table(dt_.get_add_actions(flatten=True)).to_pylist()
+    assert {a["partition.obs_date"] for a in adds} == {"2024-05-01", "2024-05-02"}
+    for a in adds:  # Delta conventions: col=value folders, stats from the Parquet footers
+        assert f"/obs_date={a['partition.obs_date']}/" in a["path"] and a["path"].startswith("bridge-")
+        assert a["num_records"] > 0 and a["min.ts"] <= a["max.ts"] and a["null_count.obs_key"] == 0
+    assert sum(a["num_records"] for a in adds) == 20
+    assert not any(f.endswith("_SUCCESS") for f in files_under(lh.uri("broker_state")))
+    # delta-rs uses the stats to prune files
+    assert dt_.file_uris(file_pruning_predicate="ts > '2030-01-01T00:00:00Z'") == []
+    assert dt_.file_uris(file_pruning_predicate="obs_key = 'zzz'") == []
+    assert lh.read("broker_state", filter=f"obs_key = '{rows[3]['obs_key']}'").num_rows == 1
+
+
+def test_bridge_deltars_write_then_spark_read_identical(spark, lh, slh):  # noqa: F811
+    rows = make_rows("bronze_jolokia", 15)
+    lh.append("bronze_jolokia", rows[:9])
+    lh.append("bronze_jolokia", rows[9:])
+    df = slh.read("bronze_jolokia")
+    assert [(f.name, f.dataType) for f in df.schema.fields] == [(f.name, f.dataType) for f in spark_schema("bronze_jolokia").fields]
+    got = df.toArrow()
+    assert normalized("bronze_jolokia", got).equals(normalized("bronze_jolokia", table_of("bronze_jolokia", rows)))
+    counts = {r["obs_date"]: r["count"] for r in df.groupBy("obs_date").count().collect()}
+    assert counts == {d: sum(r["obs_date"] == d for r in rows) for d in ("2024-05-01", "2024-05-02")}
+
+
+def test_bridge_partition_values_with_odd_characters_round_trip(spark, lh, slh):  # noqa: F811
+    odd = ["2024-05-01 a:b%c", "x/y", "ü é", "q{1}[2]"]
+    rows = [r for i, d in enumerate(odd) for r in make_rows("bronze_jolokia", 2, start=10 * i, obs_date=d)]
+    lh.append("bronze_jolokia", rows[:4])  # delta-rs writes half, Spark the other half
+    assert slh.write("bronze_jolokia", spark.createDataFrame(table_of("bronze_jolokia", rows[4:])), mode="append") == 4
+    expected = normalized("bronze_jolokia", table_of("bronze_jolokia", rows))
+    assert normalized("bronze_jolokia", slh.read("bronze_jolokia").toArrow()).equals(expected)
+    assert normalized("bronze_jolokia", lh.read("bronze_jolokia")).equals(expected)
+
+
+def test_bridge_overwrite_replaces_rows(spark, lh, slh):  # noqa: F811
+    first = table_of("broker_state", make_rows("broker_state", 10))
+    second = table_of("broker_state", make_rows("broker_state", 6, start=500))
+    slh.write("broker_state", spark.createDataFrame(first))
+    for _ in range(2):  # idempotent
+        assert slh.write("broker_state", spark.createDataFrame(second), mode="overwrite") == 6
+        assert normalized("broker_state", lh.read("broker_state")).equals(normalized("broker_state", second))
+    hist = lh.history("broker_state")
+    assert [h["version"] for h in hist] == [2, 1, 0]
+    assert hist[0]["operationParameters"]["mode"] == "Overwrite"
+    # the overwrite commit itself removes the files it replaces (one atomic version)
+    with open(os.path.join(lh.uri("broker_state"), "_delta_log", "00000000000000000002.json")) as fh:
+        actions = [json.loads(line) for line in fh if line.strip()]
+    added = {a["add"]["path"] for a in actions if "add" in a}
+    assert added and {a["remove"]["path"] for a in actions if "remove" in a}.isdisjoint(added)
+    assert len([a for a in actions if "remove" in a]) >= 2
+    assert hist[0]["brokerscope.writer"] == "spark-bridge"
+    assert DeltaTable(lh.uri("broker_state")).count() == 6
+    # append adds
+    assert slh.write("broker_state", spark.createDataFrame(first), mode="append") == 10
+    assert slh.read("broker_state").count() == 16
+    # overwrite with nothing empties the table (a version with only removes)
+    assert slh.write("broker_state", spark.createDataFrame([], spark_schema("broker_state"))) == 0
+    assert lh.read("broker_state").num_rows == 0 and lh.version("broker_state") == 4
+
+
+@pytest.mark.parametrize("via_removes", [False, True], ids=["overwrite+partition_filters", "remove-actions"])
+def test_bridge_replace_where(spark, lh, slh, via_removes):  # noqa: F811
+    slh._replace_where_via_removes = via_removes
+    rows = make_rows("broker_state", 12)
+    slh.write("broker_state", spark.createDataFrame(table_of("broker_state", rows)))
+    keep = [r for r in rows if r["obs_date"] == "2024-05-01"]
+    new = make_rows("broker_state", 4, start=900, obs_date="2024-05-02")
+    for _ in range(2):
+        n = slh.write("broker_state", spark.createDataFrame(table_of("broker_state", new)),
+                      replace_where="obs_date = '2024-05-02'")
+        assert n == 4
+        assert normalized("broker_state", lh.read("broker_state")).equals(
+            normalized("broker_state", table_of("broker_state", keep + new)))
+    # rows outside the predicate, or a predicate on a data column: refused, nothing changes
+    v, before = lh.version("broker_state"), files_under(lh.uri("broker_state"))
+    with pytest.raises(LakehouseError, match="replace_where"):
+        slh.write("broker_state", spark.createDataFrame(table_of("broker_state", keep[:1])),
+                  replace_where="obs_date = '2024-05-02'")
+    with pytest.raises(LakehouseError, match="partition column"):
+        slh.write("broker_state", spark.createDataFrame(table_of("broker_state", new)), replace_where="instance = 'x'")
+    assert lh.version("broker_state") == v and files_under(lh.uri("broker_state")) == before
+
+
+def test_bridge_unpartitioned_round_trip_and_append(spark, lh, slh):  # noqa: F811
+    rows = make_rows("role_intervals", 7)
+    expected = table_of("role_intervals", rows)
+    assert slh.write("role_intervals", spark.createDataFrame(expected)) == 7
+    assert normalized("role_intervals", slh.read("role_intervals").toArrow()).equals(normalized("role_intervals", expected))
+    assert normalized("role_intervals", lh.read("role_intervals")).equals(normalized("role_intervals", expected))
+    more = make_rows("role_intervals", 3, start=7)
+    lh.append("role_intervals", more)
+    assert slh.read("role_intervals").count() == 10
+    with pytest.raises(LakehouseError, match="partitioned"):
+        slh.write("role_intervals", spark.createDataFrame(expected), replace_where="kind = 'x'")
+
+
+def test_empty_table_reads_have_contract_schema(spark, lh, slh):  # noqa: F811
+    for name in ("bronze_jolokia", "broker_state", "failover_events"):
+        df = slh.read(name)
+        assert df.count() == 0
+        assert [(f.name, f.dataType) for f in df.schema.fields] == [(f.name, f.dataType) for f in spark_schema(name).fields]
+        assert lh.read(name).schema == contract(name).schema
+    ts_field = spark_schema("broker_state")["ts"]
+    assert ts_field.dataType.typeName() == "timestamp"  # TimestampType (UTC instants), not NTZ
+
+
+def test_bridge_write_schema_errors(spark, lh, slh):  # noqa: F811
+    t = table_of("broker_state", make_rows("broker_state", 2))
+    df = spark.createDataFrame(t)
+    with pytest.raises(LakehouseError, match="'surprise'"):
+        slh.write("broker_state", df.withColumn("surprise", df.uptime_ms))
+    with pytest.raises(LakehouseError, match="'connections'"):
+        slh.write("broker_state", df.withColumn("connections", df.instance))
+    with pytest.raises(LakehouseError, match="'role'"):
+        slh.write("broker_state", df.drop("role"))
+    # compatible: int → bigint cast, missing nullable column → null
+    ok = df.withColumn("uptime_ms", df.uptime_ms.cast("int")).drop("error")
+    assert slh.write("broker_state", ok) == 2
+    assert lh.read("broker_state")["error"].null_count == 2
+
+
+def test_failing_spark_write_leaves_no_files_or_versions(spark, lh, slh):  # noqa: F811
+    rows = make_rows("broker_state", 6)
+    slh.write("broker_state", spark.createDataFrame(table_of("broker_state", rows)))
+    before_files, before_version = files_under(lh.uri("broker_state")), lh.version("broker_state")
+    bad = spark.createDataFrame(table_of("broker_state", make_rows("broker_state", 6, start=50)))
+    from pyspark.sql import functions as F
+
+    bad = bad.withColumn("reachable", F.when(F.col("uptime_ms") > 360, F.lit(None)).otherwise(F.col("reachable")))
+    for mode in ("append", "overwrite"):
+        with pytest.raises(LakehouseError, match=r"(?s)nothing was committed.*'reachable'"):
+            slh.write("broker_state", bad, mode=mode)
+        assert files_under(lh.uri("broker_state")) == before_files
+        assert lh.version("broker_state") == before_version
+    # a failing first write leaves no table behind either
+    with pytest.raises(LakehouseError):
+        slh.write("failover_events", spark.createDataFrame(
+            table_of("failover_events", make_rows("failover_events", 2))).withColumn("overlap", F.lit(None).cast("boolean")))
+    assert files_under(lh.uri("failover_events")) == set() and not lh.exists("failover_events")
+
+
+def test_bridge_refuses_column_mapping_tables(spark, lh, slh):  # noqa: F811
+    c = contract("broker_state")
+    DeltaTable.create(lh.uri("broker_state"), c.schema, partition_by=list(c.partition_by),
+                      configuration={"delta.columnMapping.mode": "name"})
+    write_deltalake(lh.uri("broker_state"), table_of("broker_state", make_rows("broker_state", 3)), mode="append")
+    assert lh.read("broker_state").num_rows == 3  # delta-rs honours column mapping
+    with pytest.raises(LakehouseError, match="(?s)cannot read this table.*column mapping"):
+        slh.read("broker_state")
+    with pytest.raises(LakehouseError, match="(?s)cannot write this table.*column mapping"):
+        slh.write("broker_state", spark.createDataFrame(table_of("broker_state", make_rows("broker_state", 1))))
+    assert lh.read("broker_state").num_rows == 3
+
+
+def test_lakehouse_error_is_informative():
+    e = LakehouseError("t", "/x/t", "it broke", "do this")
+    assert (e.table, e.path, e.cause, e.advice) == ("t", "/x/t", "it broke", "do this")
+    assert str(e) == "table 't' at /x/t: it broke\n  what to do: do this"
+
+
+def test_bridge_refuses_deletion_vectors_and_unknown_features(spark, lh, slh):  # noqa: F811
+    from types import SimpleNamespace as NS
+
+    def fake(reader_features, dv_rows):
+        return NS(protocol=lambda: NS(reader_features=reader_features, min_reader_version=3),
+                  metadata=lambda: NS(configuration={}),
+                  deletion_vectors=lambda: [pa.record_batch({"filepath": pa.array(["f"] * dv_rows, pa.string())})])
+
+    c = contract("broker_state")
+    slh._check_bridge_readable(c, fake(["deletionVectors"], 0))  # feature enabled, none in use: fine
+    with pytest.raises(LakehouseError, match="(?s)cannot read this table.*deletion vectors.*REORG"):
+        slh._check_bridge_readable(c, fake(["deletionVectors"], 1))
+    with pytest.raises(LakehouseError, match="reader feature.*fancyNewThing"):
+        slh._check_bridge_readable(c, fake(["fancyNewThing"], 0))
