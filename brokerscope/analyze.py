@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Callable
 
 from brokerscope.config import Config
+from lakehouse.jobs.lag import run_lag
 from lakehouse.jobs.spine import run_spine
+from lakehouse.jobs.stuck import run_stuck
 from lakehouse.spark import SparkLakehouse, spark_session
 from lakehouse.store import Lakehouse
 
@@ -20,4 +22,11 @@ def analyze(cfg: Config, mode: str = "auto", progress: Callable[[str], None] | N
     spark = spark or spark_session()
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()), mode=mode)
     say(f"Delta access: {slh.mode}")
-    return run_spine(slh, target_map(cfg), progress=say)
+    counts = run_spine(slh, target_map(cfg), progress=say)
+    counts.update(run_stuck(slh, cfg.analysis.stuck, progress=say))
+    counts.update(run_lag(slh, cfg.analysis.lag, progress=say))
+    if any(t.kind == "zookeeper" for t in cfg.targets) or slh.lakehouse.exists("bronze_zk"):
+        from lakehouse.jobs.zookeeper import params_from_config, run_zookeeper
+
+        counts.update(run_zookeeper(slh, params_from_config(cfg), progress=say))
+    return counts

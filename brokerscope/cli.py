@@ -29,6 +29,13 @@ def cmd_collect(args) -> int:
         + (f" for {dur:g}s" if dur else " (Ctrl-C to stop)"),
         file=sys.stderr,
     )
+    if any(t.gc_logs for t in cfg.targets):
+        from brokerscope.gc_cli import collect_with_gc
+
+        stats, gc_stats = collect_with_gc(cfg, duration=dur, record=args.record, progress=not args.quiet)
+        print(stats.summary())
+        print(gc_stats.summary())
+        return 0
     stats = collect(cfg, duration=dur, record=args.record, progress=not args.quiet)
     print(stats.summary())
     return 0
@@ -44,6 +51,10 @@ def cmd_replay(args) -> int:
         total_new += res.new_rows
         rep = res.report
         print(f"{f}: {res.envelopes} exchanges, {res.new_rows} new bronze rows")
+        if res.gc_envelopes:
+            print(f"{f}: {res.gc_envelopes} GC log batches, {res.gc_new_rows} new GC log lines")
+        if res.zk_envelopes:
+            print(f"{f}: {res.zk_envelopes} ZooKeeper exchanges, {res.zk_new_rows} new bronze_zk rows")
         if rep.bad_lines:
             for no, why in rep.bad_lines[:10]:
                 print(f"  line {no} skipped: {why}", file=sys.stderr)
@@ -60,21 +71,26 @@ def cmd_replay(args) -> int:
 
 def cmd_analyze(args) -> int:
     from brokerscope.analyze import analyze
+    from brokerscope.gc_cli import has_gc_data, run_analysis
 
     cfg = _load(args)
-    counts = analyze(cfg, mode=getattr(args, "mode", "auto"), progress=lambda m: print(f"· {m}", file=sys.stderr))
+    say = lambda m: print(f"· {m}", file=sys.stderr)  # noqa: E731
+    mode = getattr(args, "mode", "auto")
+    # GC first: the ZooKeeper job links lost sessions to gc_findings
+    counts = run_analysis(cfg, mode=mode, progress=say) if has_gc_data(cfg) else {}
+    counts.update(analyze(cfg, mode=mode, progress=say))
     for name, n in counts.items():
         print(f"{name}: {n} rows")
     return 0
 
 
 def cmd_timeline(args) -> int:
-    from brokerscope.timeline import build_timeline, parse_since, render_json, render_text
+    from brokerscope.timeline import ZK_TIMELINE_TABLES, build_timeline, parse_since, render_json, render_text
     from lakehouse.store import Lakehouse
 
     cfg = _load(args)
     lh = Lakehouse(cfg.lakehouse_root())
-    if not lh.exists("role_intervals"):
+    if not lh.exists("role_intervals") and not lh.exists("gc_findings"):
         print(f"no gold tables under {cfg.lakehouse_root()} yet; run `brokerscope analyze --config {args.config}` first", file=sys.stderr)
         return 1
     entries = build_timeline(
@@ -84,6 +100,8 @@ def cmd_timeline(args) -> int:
         lh.read("broker_state", columns=["instance", "ts", "error", "role", "active"]),
         group=args.group,
         since=parse_since(args.since),
+        gc_findings=lh.read("gc_findings") if lh.exists("gc_findings") else None,
+        zk_tables={n: lh.read(n) for n in ZK_TIMELINE_TABLES if lh.exists(n)},
     )
     sys.stdout.write(render_json(entries) if args.format == "json" else render_text(entries))
     return 0
@@ -143,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--since", help="from this time (RFC 3339) or look-back (e.g. 15m)")
     sp.add_argument("--format", choices=["text", "json"], default="text")
     sp.set_defaults(func=cmd_timeline)
+
+    from brokerscope.gc_cli import add_parser as add_gc_parser
+
+    add_gc_parser(sub)
 
     sp = sub.add_parser("tables", help="list the table contracts")
     sp.add_argument("--markdown", action="store_true", help="full documentation in Markdown")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 KINDS = ("activemq", "artemis", "kafka", "weblogic", "zookeeper")
 
@@ -68,6 +68,51 @@ class GcSettings(_Strict):
         return parse_duration(v)
 
 
+ZK_PRESETS = ("artemis-lock-manager",)
+
+
+class ZkWatch(_Strict):
+    """One watched path set of a ZooKeeper ensemble; read only (get_children / get / exists)."""
+
+    preset: Literal["artemis-lock-manager"] | None = None
+    namespace: str = ""  # artemis-lock-manager: the lock manager's `namespace` property ("" = root)
+    node_ids: list[str] = Field(default_factory=list)  # artemis-lock-manager: NodeIDs; empty = all under /<namespace>
+    paths: list[str] = Field(default_factory=list)  # no preset: these znodes, kept raw in bronze
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "ZkWatch":
+        if bool(self.preset) == bool(self.paths):
+            raise ValueError(f"set either `preset` ({', '.join(ZK_PRESETS)}) or `paths` (a list of znode paths)")
+        if any(not p.startswith("/") for p in self.paths):
+            raise ValueError("znode paths are absolute, e.g. /controller")
+        return self
+
+
+class ZkOptions(_Strict):
+    """`zookeeper:` options of a `kind: zookeeper` target (one ZooKeeper server)."""
+
+    admin_url: str | None = None  # AdminServer commands URL; default http://<host>:8080/commands
+    watch: list[ZkWatch] = Field(default_factory=list)  # coordination state read through the ensemble
+    latency_threshold: float = 0.1  # mean request latency over a scrape interval above this = spike
+    outstanding_threshold: int = Field(default=10, ge=1)  # queued requests at or above this = spike
+    claim_grace: float = 10.0  # a negative (claimed) activation sequence older than this lingers
+
+    @field_validator("latency_threshold", "claim_grace", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)
+
+    @field_validator("admin_url")
+    @classmethod
+    def _admin_ok(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https?://[^/\s]+", v):
+            raise ValueError("must be an http:// URL of the AdminServer commands, e.g. http://10.0.0.7:8080/commands")
+        return v.rstrip("/") if v else v
+
+
+_ZK_URL = re.compile(r"^(?:zk://)?(\[[^\]]+\]|[^/:\s\[\]]+)(?::(\d+))?/?$")
+
+
 class Target(_Strict):
     name: str = Field(min_length=1)
     kind: Literal["activemq", "artemis", "kafka", "weblogic", "zookeeper"]
@@ -85,6 +130,7 @@ class Target(_Strict):
     max_destinations_per_scrape: int = Field(default=500, ge=2)
     gc_logs: list[str] = Field(default_factory=list)  # globs of this JVM's GC log files
     gc: GcThresholds | None = None
+    zookeeper: ZkOptions | None = None  # kind zookeeper only
 
     @field_validator("gc_logs")
     @classmethod
@@ -102,7 +148,12 @@ class Target(_Strict):
 
     @field_validator("url")
     @classmethod
-    def _url_ok(cls, v: str) -> str:
+    def _url_ok(cls, v: str, info: ValidationInfo) -> str:
+        if info.data.get("kind") == "zookeeper":  # a ZooKeeper server: its client port (4lw, znodes)
+            m = _ZK_URL.match(v.strip())
+            if not m:
+                raise ValueError("a ZooKeeper server is host:port or zk://host:port, e.g. zk://10.0.0.7:2181")
+            return f"zk://{m.group(1)}:{m.group(2) or 2181}"
         if not re.match(r"^https?://[^/\s]+", v):
             raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8778/jolokia")
         return v.rstrip("/")
@@ -118,6 +169,8 @@ class Target(_Strict):
             raise ValueError("set only one of password_env and password_file")
         if (self.password_env or self.password_file) and not self.username:
             raise ValueError("a password needs a username")
+        if self.zookeeper is not None and self.kind != "zookeeper":
+            raise ValueError("`zookeeper:` options belong to targets of kind zookeeper")
         return self
 
     def password(self) -> str | None:
@@ -147,12 +200,55 @@ class Target(_Strict):
         return m.group(1) if m else self.url
 
 
+class StuckSettings(_Strict):
+    """`analysis.stuck`: when messages count as stuck (lakehouse/jobs/stuck.py)."""
+
+    threshold: float = 60.0  # held with no consumer and no delivery for at least this long
+    forward_delays: dict[str, float] = Field(default_factory=dict)  # logical destination → its ForwardDelay (replaces threshold)
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)
+
+    @field_validator("forward_delays", mode="before")
+    @classmethod
+    def _delays(cls, v: object) -> object:
+        return {k: parse_duration(d) for k, d in v.items()} if isinstance(v, dict) else v
+
+
+class LagSettings(_Strict):
+    """`analysis.lag`: replication-lag thresholds and Burrow/lag-in-time knobs (lakehouse/jobs/lag.py)."""
+
+    lag_threshold: float = 60.0  # replication lag in time above this is a finding
+    follower_lag_messages: float = Field(default=1000, ge=0)  # Kafka follower MaxLag above this is a finding
+    replica_sync_grace: float = 60.0  # Artemis live not in sync for longer than this (never one sample)
+    window: int = Field(default=10, ge=2)  # Burrow: observations per evaluation window ("intervals")
+    min_complete: float = Field(default=0.5, ge=0, le=1)  # Burrow minimum-complete
+    allowed_lag: float = Field(default=0, ge=0)  # Burrow allowed-lag (messages)
+    lookup_points: int = Field(default=60, ge=2)  # Kafka Lag Exporter lookup-table size
+    max_extrapolation: float = Field(default=1.0, ge=0)  # extrapolate at most this × the table's span
+
+    @field_validator("lag_threshold", "replica_sync_grace", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)
+
+
+class AnalysisSettings(_Strict):
+    """Top-level `analysis:` section: thresholds of the stuck-message and lag findings."""
+
+    stuck: StuckSettings = Field(default_factory=StuckSettings)
+    lag: LagSettings = Field(default_factory=LagSettings)
+
+
 class Config(_Strict):
     lakehouse: str = "./lakehouse"
     scrape_interval: float = 5.0
     flush_interval: float = 2.0  # how often collected rows are committed to bronze
     targets: list[Target] = Field(default_factory=list)
     gc: GcSettings = Field(default_factory=GcSettings)
+    analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
     source_path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("scrape_interval", "flush_interval", mode="before")

@@ -16,7 +16,8 @@ class Entry:
     ts: datetime
     group: str
     instance: str
-    what: str  # active | last-active | unanswered | failover | failback | restart | answering | back-inactive | split-brain
+    what: str  # active | last-active | unanswered | failover | failback | restart | answering | back-inactive | split-brain | gc-pause
+    #           | zk-election | zk-quorum-lost | zk-quorum-back | zk-lock-handover | zk-lease-vanished | zk-gc-lost-lease | zk-gc-election
     text: str
 
     def as_json(self) -> dict:
@@ -48,6 +49,8 @@ def build_timeline(
     broker_state: pa.Table,
     group: str | None = None,
     since: datetime | None = None,
+    gc_findings: pa.Table | None = None,
+    zk_tables: dict[str, pa.Table] | None = None,
 ) -> list[Entry]:
     state_rows = _rows(broker_state.select(["instance", "ts", "error", "role", "active"]))
     errors = {(r["instance"], r["ts"]): r["error"] for r in state_rows if r["error"]}
@@ -114,6 +117,11 @@ def build_timeline(
             text += f"; messages accepted: {w['instance_a']} {w['enqueued_a'] or 0}, {w['instance_b']} {w['enqueued_b'] or 0}"
         entries.append(Entry(w["certain_start"], w["group_name"], f"{w['instance_a']}+{w['instance_b']}", "split-brain", text))
 
+    if gc_findings is not None:
+        entries.extend(gc_pause_entries(gc_findings))
+    if zk_tables:
+        entries.extend(zk_entries(**zk_tables))
+
     seen = set()
     out = []
     for e in sorted(entries, key=lambda e: (e.group, e.ts, e.what != "last-active")):
@@ -126,6 +134,84 @@ def build_timeline(
         if since and e.ts < since:
             continue
         out.append(e)
+    return out
+
+
+# GC findings that bear on failover: a JVM frozen past a ZooKeeper session's third or a connection TTL
+GC_TIMELINE_CODES = ("gc.pause-over-connection-ttl", "gc.pause-over-third-session", "gc.safepoint-not-gc")
+
+
+def _secs(ms: float) -> str:
+    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms:.0f} ms"
+
+
+def gc_pause_entries(findings: pa.Table) -> list[Entry]:
+    """One entry per stop-the-world pause with a GC_TIMELINE_CODES finding (its codes in one line)."""
+    by_pause: dict[tuple, list[dict]] = {}
+    for f in _rows(findings):
+        if f["code"] in GC_TIMELINE_CODES and f["ts"] is not None and f["event_seq"] is not None:
+            by_pause.setdefault((f["target"], f["file_id"], f["event_seq"]), []).append(f)
+    out = []
+    for fs in by_pause.values():
+        f = fs[0]
+        codes = {x["code"]: x for x in fs}
+        reasons = []
+        if "gc.pause-over-connection-ttl" in codes:
+            reasons.append(f"over connection-ttl {_secs(codes['gc.pause-over-connection-ttl']['threshold'])}")
+        for code in ("gc.pause-over-third-session", "gc.safepoint-not-gc"):
+            if code in codes:
+                reasons.append(f"over ⅓ of session-ms {_secs(codes[code]['threshold'] * 3)}")
+        what = f"{f['event_type']}, {f['cause']}" if f["cause"] else f["event_type"]
+        head = (f"stopped {_secs(f['value'])} in a safepoint ({f['cause']}, not GC)" if f["event_type"] == "safepoint"
+                else f"GC pause {_secs(f['value'])} ({what})")
+        out.append(Entry(f["ts"], f["group_name"] or f["target"], f["target"], "gc-pause",
+                         f"{f['target']} {head} — {', '.join(reasons)}"))
+    return out
+
+
+# ZooKeeper: elections, quorum loss and return (zk_quorum, zk_elections), lock events (zk_findings)
+ZK_TIMELINE_TABLES = ("zk_quorum", "zk_elections", "zk_findings")
+ZK_EVENT_CODES = {"zk.lock-handover": "zk-lock-handover", "zk.lease-vanished": "zk-lease-vanished",
+                  "zk.gc-pause-lost-lease": "zk-gc-lost-lease", "zk.gc-pause-election": "zk-gc-election"}
+
+
+ZK_ELECTION_CAUSES = {"old leader unanswered": "stopped answering", "old leader not serving": "stopped serving",
+                      "leader stepped down": "stepped down"}
+
+
+def _dur(s: float | None) -> str:
+    return "?" if s is None else (f"{s:.2f} s" if s < 10 else f"{s:.1f} s")
+
+
+def zk_entries(zk_quorum: pa.Table | None = None, zk_elections: pa.Table | None = None,
+               zk_findings: pa.Table | None = None) -> list[Entry]:
+    """Elections (with their duration), quorum lost / back, lock handovers and vanished leases."""
+    out = []
+    for q in _rows(zk_quorum) if zk_quorum is not None else []:
+        if q["status"] == "lost":
+            out.append(Entry(q["start_ts"], q["ensemble"], q["ensemble"], "zk-quorum-lost",
+                             f"QUORUM LOST: ensemble {q['ensemble']} — fewer than a majority of its {q['voters']} "
+                             f"servers answer, no leader can be elected"
+                             + (f" (lost between {_hms(q['start_lower'])} and {_hms(q['start_ts'])})" if q["start_lower"] else "")))
+    for e in _rows(zk_elections) if zk_elections is not None else []:
+        measured = f"; ZooKeeper measured {e['zk_election_ms']:.0f} ms" if e["zk_election_ms"] is not None else ""
+        lower = f", ≥ {_dur(e['duration_lower_s'])}" if e["duration_lower_s"] is not None else ""
+        at = e["elected_at"] or e["new_first_seen"]
+        if e["cause"] == "quorum lost":
+            text = (f"quorum back: {e['new_leader']} leads (epoch {e['new_epoch']}) after {_dur(e['quorum_lost_s'])} "
+                    f"without quorum — {_dur(e['duration_upper_s'])} after {e['old_leader']} was last seen leading{measured}")
+            what = "zk-quorum-back"
+        else:
+            why = ZK_ELECTION_CAUSES.get(e["cause"], e["cause"])
+            text = (f"election: {e['new_leader']} leads (epoch {e['new_epoch']}); {e['old_leader']} (epoch "
+                    f"{e['old_epoch']}) {why} between {_hms(e['old_last_seen'])} and {_hms(e['old_gone_seen'])} — "
+                    f"took ≤ {_dur(e['duration_upper_s'])}{lower}{measured}")
+            what = "zk-election"
+        out.append(Entry(at, e["ensemble"], e["new_leader"], what, text))
+    for f in _rows(zk_findings) if zk_findings is not None else []:
+        if f["code"] in ZK_EVENT_CODES:
+            out.append(Entry(f["end_ts"], f["group_name"], f["instance"] or f["node_id"] or f["group_name"],
+                             ZK_EVENT_CODES[f["code"]], f["message"]))
     return out
 
 

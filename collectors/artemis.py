@@ -40,7 +40,8 @@ address name, destination_type from the routing type — `anycast` → "queue" (
 rows can share one logical_destination). messages = MessageCount (includes scheduled, paged and
 in-delivery), in_flight = DeliveringCount, enqueued/dequeued = MessagesAdded/MessagesAcknowledged,
 expired = MessagesExpired, oldest_message_age_ms = FirstMessageAge (null on an empty queue),
-paused = Paused. ScheduledCount, MessagesKilled and PreparedTransactionMessageCount stay in bronze.
+paused = Paused,
+prepared_tx_messages = PreparedTransactionMessageCount. ScheduledCount and MessagesKilled stay in bronze.
 
 replication_stats: one `artemis-replica` row per *live* broker: in_sync = `ReplicaSync` (false
 while the initial sync runs and when no backup is attached, §8.2); backup_announced from the
@@ -416,4 +417,5 @@ def _destination_facts(mbean: ObjectName, a: dict) -> dict:
         "expired": as_int(a.get("MessagesExpired")),
         "oldest_message_age_ms": as_int(a.get("FirstMessageAge")),
         "paused": as_bool(a.get("Paused")),
+        "prepared_tx_messages": as_int(a.get("PreparedTransactionMessageCount")),
     }

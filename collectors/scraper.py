@@ -66,16 +66,22 @@ class Collector:
     async def run(self, duration: float | None = None) -> CollectStats:
         if not self.config.targets:
             raise ValueError("the config has no targets; add at least one under `targets:`")
-        clients = {t.name: self._client(t) for t in self.config.targets}
+        jolokia = [t for t in self.config.targets if t.kind != "zookeeper"]
+        zookeeper = [t for t in self.config.targets if t.kind == "zookeeper"]  # 4lw and kazoo, not Jolokia
+        clients = {t.name: self._client(t) for t in jolokia}
         t_end = None if duration is None else time.time() + duration  # after set-up: scrape for `duration`
-        n = len(self.config.targets)
+        n = len(jolokia)
         try:
             tasks = [
                 # Spread the targets' first scrapes over one interval: N simultaneous requests would
                 # make every scrape's elapsed_ms measure our own queueing, not the broker.
                 asyncio.create_task(self._scrape_loop(t, clients[t.name], t_end, offset=i / n * self.config.scrape_interval))
-                for i, t in enumerate(self.config.targets)
+                for i, t in enumerate(jolokia)
             ]
+            if zookeeper:
+                from collectors.zookeeper import ZkCollector
+
+                tasks.append(asyncio.create_task(ZkCollector(self, zookeeper).run(t_end)))
             flusher = asyncio.create_task(self._flush_loop())
             await asyncio.gather(*tasks)
             self._stop.set()

@@ -3,7 +3,8 @@
 #
 #   sudo infra/setup.sh            # or as root; PYTHON=/path/to/python3 to pick the interpreter
 #
-# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless (apt-get update only
+# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless, zookeeper and
+#    libservlet-api-java (the ZooKeeper lab's AdminServer needs servlet-api.jar) (apt-get update only
 #    when something is missing)
 # 2. make sure the Debian activemq service is stopped and disabled (the lab starts its own JVMs; a
 #    system broker would hold 61616/8161)
@@ -14,7 +15,7 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
-PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless)
+PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless zookeeper libservlet-api-java)
 
 say() { printf '[setup] %s\n' "$*"; }
 

@@ -202,6 +202,7 @@ DESTINATION_STATS = TableContract(
         _c("forwarded", pa.int64(), "forwarded to a networked broker since start"),
         _c("oldest_message_age_ms", pa.int64(), "age of the oldest message where the broker reports it (Artemis FirstMessageAge)"),
         _c("paused", pa.bool_(), "delivery to consumers paused (Artemis `Paused`; WebLogic `ConsumptionPaused` of the member or its JMS server); null if not reported"),
+        _c("prepared_tx_messages", pa.int64(), "messages held by prepared (XA) transactions (Artemis `PreparedTransactionMessageCount`, ≥2.16); null if not reported"),
     ),
     keys=("obs_key", "instance", "destination_type", "destination"),
     partition_by=("obs_date",),
@@ -562,6 +563,385 @@ HA_GROUP_CHECKS = TableContract(
     written_by="lakehouse.jobs.spine",
 )
 
+# --- ZooKeeper (issue P4): server answers and znode snapshots → server state, coordination → quorum, elections, findings
+
+BRONZE_ZK = TableContract(
+    name="bronze_zk",
+    layer="bronze",
+    doc=(
+        "One row per exchange with a ZooKeeper server or ensemble, raw: a four-letter word and its "
+        "text answer (`zk.4lw`: `srvr`, `mntr`), an AdminServer command and its JSON body "
+        "(`zk.admin`: `monitor`, used when `mntr` is not whitelisted), or a read-only snapshot of "
+        "watched znodes (`zk.znode`: path, data base64, stat, children per znode). All exchanges of "
+        "one scrape round of an ensemble share `ts`. Live collection and `brokerscope replay` of a "
+        "recording produce identical rows."
+    ),
+    columns=(
+        _c("obs_key", pa.string(), "stable dedup key: sha256 of source, target, ts and request", False),
+        _c("ts", TS, "observation time: the scrape round's tick, UTC, ms precision", False),
+        _c("obs_date", pa.string(), "UTC date of `ts` (YYYY-MM-DD), the partition column", False),
+        _c("target", pa.string(), "target name (a ZooKeeper server; for zk.znode the target that declares the watch)", False),
+        _c("kind", pa.string(), "always `zookeeper`", False),
+        _c("group_name", pa.string(), "the ensemble (the target's `group`; null: the server is its own ensemble)"),
+        _c("source", pa.string(), "zk.4lw | zk.admin | zk.znode", False),
+        _c("command", pa.string(), "srvr | mntr | monitor, or the watch: artemis-lock-manager | paths"),
+        _c("endpoint", pa.string(), "host:port (4lw), AdminServer URL, or the connect string (zk.znode)"),
+        _c("request_json", pa.string(), "JSON array with the one request object of the envelope", False),
+        _c("response_text", pa.string(), "the raw 4lw text, or the JSON body / snapshot as JSON text; null on error"),
+        _c("error", pa.string(), "transport error text saying what to do (refused, timeout, HTTP …); null if answered"),
+        _c("error_kind", pa.string(), "refused | reset | timeout | http | other"),
+        _c("elapsed_ms", pa.float64(), "round-trip of the exchange in ms"),
+        _c("collector", pa.string(), "who wrote the row: `collect` (live) or `replay:<file>`"),
+    ),
+    keys=("obs_key",),
+    partition_by=("obs_date",),
+    written_by="collectors.zookeeper (brokerscope collect / replay)",
+)
+
+ZK_SERVER_STATE = TableContract(
+    name="zk_server_state",
+    layer="silver",
+    doc=(
+        "One row per ZooKeeper server per scrape round: `srvr` plus `mntr` (or AdminServer "
+        "`monitor`) read together. A server that did not answer `srvr` is `reachable=false, "
+        "state=unknown` — indeterminate, never 'down'; a running server without quorum answers "
+        "`not-serving`. Cumulative counters are kept as reported (gold computes windows)."
+    ),
+    columns=(
+        _c("obs_key", pa.string(), "bronze observation of the round's `srvr` (or first) exchange", False),
+        _c("ts", TS, "scrape round time", False),
+        _c("obs_date", pa.string(), "partition column", False),
+        _c("ensemble", pa.string(), "ensemble (configured group, else the target name)", False),
+        _c("instance", pa.string(), "server = target name", False),
+        _c("endpoint", pa.string(), "host:port of the client port"),
+        _c("reachable", pa.bool_(), "the server answered `srvr`", False),
+        _c("serving", pa.bool_(), "serving clients (leader/follower/observer/standalone/read-only); null when unknown"),
+        _c("state", pa.string(), "leader | follower | observer | standalone | read-only | not-serving | unknown", False),
+        _c("peer_state", pa.string(), "zk_peer_state, e.g. `leading - broadcast`, `following - synchronization`"),
+        _c("metrics_source", pa.string(), "4lw (mntr) | admin (AdminServer monitor) | null (srvr only)"),
+        _c("mntr_whitelisted", pa.bool_(), "true: mntr answered; false: the server refused it (not in 4lw.commands.whitelist), so the AdminServer is asked from then on; null: not asked"),
+        _c("version", pa.string(), "ZooKeeper version as reported"),
+        _c("zxid", pa.string(), "last zxid from `srvr`, hex; a follower reports the last one it applied (its epoch lags the leader's until the first write of a new epoch)"),
+        _c("zxid_epoch", pa.int64(), "zxid >> 32: the leader epoch (one more per elected leader)"),
+        _c("zxid_counter", pa.int64(), "zxid & 0xffffffff: transactions in that epoch"),
+        _c("avg_latency_ms", pa.float64(), "average request latency since start / last reset (cumulative)"),
+        _c("min_latency_ms", pa.int64(), "minimum request latency (cumulative)"),
+        _c("max_latency_ms", pa.int64(), "maximum request latency (cumulative)"),
+        _c("requests_total", pa.int64(), "read + update requests measured (cnt_readlatency + cnt_updatelatency)"),
+        _c("request_latency_sum_ms", pa.int64(), "their summed latency (sum_readlatency + sum_updatelatency)"),
+        _c("outstanding_requests", pa.int64(), "queued, unprocessed requests"),
+        _c("connections", pa.int64(), "alive client connections"),
+        _c("packets_received", pa.int64(), "packets received (cumulative)"),
+        _c("packets_sent", pa.int64(), "packets sent (cumulative)"),
+        _c("znode_count", pa.int64(), "znodes in the data tree"),
+        _c("ephemerals_count", pa.int64(), "ephemeral znodes"),
+        _c("watch_count", pa.int64(), "watches"),
+        _c("approximate_data_size", pa.int64(), "approximate data size in bytes"),
+        _c("global_sessions", pa.int64(), "global sessions"),
+        _c("quorum_size", pa.int64(), "voting members of the ensemble as the server knows them"),
+        _c("learners", pa.int64(), "leader only: connected learners (zk_learners; `zk_followers` does not exist in 3.6+)"),
+        _c("synced_followers", pa.int64(), "leader only: synced voting followers"),
+        _c("synced_non_voting_followers", pa.int64(), "leader only: synced non-voting followers"),
+        _c("synced_observers", pa.int64(), "leader only: synced observers"),
+        _c("pending_syncs", pa.int64(), "leader only: learners waiting for a sync"),
+        _c("leader_uptime_ms", pa.int64(), "leader only: time since it became leader (ms)"),
+        _c("uptime_ms", pa.int64(), "server uptime (ms)"),
+        _c("elections", pa.int64(), "elections this server took part in since start (cnt_election_time)"),
+        _c("election_time_sum_ms", pa.int64(), "their summed duration as ZooKeeper measured it (sum_election_time)"),
+        _c("looking_count", pa.int64(), "times the server entered LOOKING since start"),
+        _c("error", pa.string(), "why the observation is incomplete"),
+        _c("elapsed_ms", pa.float64(), "slowest exchange of the scrape (ms)"),
+    ),
+    keys=("obs_key",),
+    partition_by=("obs_date",),
+    written_by="lakehouse.jobs.zookeeper (brokerscope analyze)",
+)
+
+ZK_COORDINATION = TableContract(
+    name="zk_coordination",
+    layer="silver",
+    doc=(
+        "The Artemis lock manager's state per NodeID per snapshot (CATALOG §1.6): the lease znodes "
+        "under `/<namespace>/<NodeID>/locks/leases` (the primary lock: normally exactly one, "
+        "ephemeral, owned by the holder's ZooKeeper session, data = a fresh UUID per acquisition) "
+        "and `/<namespace>/<NodeID>/activation-sequence` (8-byte big-endian long; negative −(N+1) = "
+        "claim of N+1 in progress, N still committed). A failed read is `answered=false` "
+        "(node_id `*` when no NodeID was configured)."
+    ),
+    columns=(
+        _c("obs_key", pa.string(), "bronze zk.znode observation", False),
+        _c("ts", TS, "snapshot time", False),
+        _c("obs_date", pa.string(), "partition column", False),
+        _c("ensemble", pa.string(), "ensemble read", False),
+        _c("target", pa.string(), "target that declares the watch", False),
+        _c("watch", pa.string(), "artemis-lock-manager", False),
+        _c("namespace", pa.string(), "lock manager namespace (\"\" = root)", False),
+        _c("node_id", pa.string(), "NodeID (or coordination-id) whose lock this is; `*` = unknown (failed read)", False),
+        _c("answered", pa.bool_(), "the snapshot was read", False),
+        _c("error", pa.string(), "why not"),
+        _c("lease_count", pa.int64(), "lease znodes present (≠ 1: no holder, or contention / split brain)"),
+        _c("leases_json", pa.string(), "JSON list of the leases: name, session, uuid, ctime, mzxid"),
+        _c("holder_session", pa.string(), "ephemeral owner (ZooKeeper session id, hex) of the lowest-sequence lease: the holder"),
+        _c("holder_lease", pa.string(), "its znode name (`_c_<protection>-lease-<seq>`)"),
+        _c("holder_uuid", pa.string(), "its data: the lease UUID of that acquisition"),
+        _c("holder_ctime", TS, "when the holder's lease was created"),
+        _c("holder_mzxid", pa.int64(), "zxid of its last change"),
+        _c("lease_sessions", pa.string(), "sessions of all leases, comma-separated, in sequence order"),
+        _c("mutex_count", pa.int64(), "internal mutex znodes under locks/locks (transient, during acquisition)"),
+        _c("sequence_exists", pa.bool_(), "the activation-sequence znode exists"),
+        _c("sequence_raw", pa.int64(), "its value as stored"),
+        _c("sequence_claimed", pa.bool_(), "negative value: a claim in progress (claimed, not committed)"),
+        _c("committed_sequence", pa.int64(), "the committed activation sequence (raw, or N for a raw −(N+1))"),
+        _c("claimed_sequence", pa.int64(), "the claimed sequence N+1 when raw = −(N+1)"),
+        _c("sequence_mzxid", pa.int64(), "zxid of the counter's last change"),
+        _c("sequence_mtime", TS, "time of the counter's last change"),
+        _c("sequence_version", pa.int64(), "znode version (one more per CAS step)"),
+    ),
+    keys=("obs_key", "node_id"),
+    partition_by=("obs_date",),
+    written_by="lakehouse.jobs.zookeeper (brokerscope analyze)",
+)
+
+ZK_QUORUM = TableContract(
+    name="zk_quorum",
+    layer="gold",
+    doc=(
+        "Intervals per ensemble with one quorum status, leader and epoch, from scrape rounds. "
+        "`present`: a server serves; `election`: none serves but a majority of voters answers (a "
+        "leader is being elected); `lost`: fewer than a majority answers, so no leader can be "
+        "elected until servers return; `unknown`: no server answered. The interval runs from its "
+        "first to its last round; the truth changed after `start_lower` / before `end_upper` (the "
+        "neighbouring rounds)."
+    ),
+    columns=(
+        _c("interval_id", pa.string(), "stable id: ensemble/status/first round", False),
+        _c("ensemble", pa.string(), "ensemble", False),
+        _c("status", pa.string(), "present | election | lost | unknown", False),
+        _c("leader", pa.string(), "the server reporting `leader` (comma-separated if several); null when none answered as leader"),
+        _c("epoch", pa.int64(), "the leader's zxid epoch"),
+        _c("start_ts", TS, "first round of the interval", False),
+        _c("start_lower", TS, "last round before it (the change happened after this)"),
+        _c("end_ts", TS, "last round of the interval", False),
+        _c("end_upper", TS, "first round after it"),
+        _c("rounds", pa.int64(), "scrape rounds in the interval", False),
+        _c("voters", pa.int64(), "voting members (largest of the reported quorum_size and the configured servers)", False),
+        _c("answering_min", pa.int64(), "fewest servers answering in a round"),
+        _c("healthy_min", pa.int64(), "fewest voters in quorum in a round (leader + synced followers; else servers serving)"),
+        _c("bare_majority", pa.bool_(), "some round had exactly a majority in quorum: one more loss loses the quorum", False),
+        _c("is_open", pa.bool_(), "still the status at the last round", False),
+    ),
+    keys=("interval_id",),
+    written_by="lakehouse.jobs.zookeeper",
+)
+
+ZK_ELECTIONS = TableContract(
+    name="zk_elections",
+    layer="gold",
+    doc=(
+        "Leader elections per ensemble: a new epoch (and leader) after the previous one. The new "
+        "leader's `elected_at` is its first round minus its reported leader uptime (ms-exact). The "
+        "old leadership was last seen at `old_last_seen` and seen gone at `old_gone_seen`, so the "
+        "election lasted at most `duration_upper_s` and at least `duration_lower_s`. "
+        "`zk_election_ms` is ZooKeeper's own measure (the new leader's last election_time)."
+    ),
+    columns=(
+        _c("election_id", pa.string(), "stable id: hash of ensemble, new epoch and first round", False),
+        _c("ensemble", pa.string(), "ensemble", False),
+        _c("old_leader", pa.string(), "leader before", False),
+        _c("old_epoch", pa.int64(), "its epoch"),
+        _c("new_leader", pa.string(), "leader after", False),
+        _c("new_epoch", pa.int64(), "its epoch"),
+        _c("old_last_seen", TS, "last round with the old leadership", False),
+        _c("old_gone_seen", TS, "first round without it", False),
+        _c("old_leader_after", pa.string(), "what the old leader showed then: unanswered | not-serving | follower | …"),
+        _c("elected_at", TS, "when the new leader started leading (first round − leader uptime)"),
+        _c("new_first_seen", TS, "first round with the new leader", False),
+        _c("duration_upper_s", pa.float64(), "elected_at (else new_first_seen) − old_last_seen (s)", False),
+        _c("duration_lower_s", pa.float64(), "elected_at − old_gone_seen when positive (s); null otherwise"),
+        _c("zk_election_ms", pa.float64(), "the new leader's election time as ZooKeeper measured it (ms)"),
+        _c("quorum_lost_s", pa.float64(), "time between the two leaderships observed with status lost (s)"),
+        _c("cause", pa.string(), "old leader unanswered | old leader not serving | leader stepped down | quorum lost", False),
+    ),
+    keys=("election_id",),
+    written_by="lakehouse.jobs.zookeeper",
+)
+
+ZK_FINDINGS = TableContract(
+    name="zk_findings",
+    layer="gold",
+    doc=(
+        "ZooKeeper findings, one row per occurrence. Ensemble risk: `zk.quorum-lost`, "
+        "`zk.ensemble-too-small` (fewer than 3 voters), `zk.bare-majority` (one more loss loses "
+        "quorum), `zk.latency-spike`, `zk.outstanding-spike`. Artemis coordination (joined with "
+        "broker_state): `zk.lease-count` (≠ 1), `zk.sequence-claim-lingering`, "
+        "`zk.active-sequence-behind`, `zk.backup-stale`, `zk.lock-handover`, `zk.lease-vanished`. "
+        "GC (joined with gc_findings): `zk.gc-pause-lost-lease`, `zk.gc-pause-election`."
+    ),
+    columns=(
+        _c("finding_id", pa.string(), "stable id: hash of code and what it is about", False),
+        _c("code", pa.string(), "zk.<rule>", False),
+        _c("severity", pa.string(), "error | warn | info", False),
+        _c("ensemble", pa.string(), "ensemble concerned (null for broker-only facts)"),
+        _c("group_name", pa.string(), "broker HA group concerned (Artemis: the NodeID's group), else the ensemble", False),
+        _c("instance", pa.string(), "server or broker instance concerned"),
+        _c("node_id", pa.string(), "NodeID concerned (coordination findings)"),
+        _c("start_ts", TS, "first observation of the condition (event: last observation before it)", False),
+        _c("end_ts", TS, "last observation of the condition (event: first observation after it)", False),
+        _c("observations", pa.int64(), "observations showing it", False),
+        _c("value", pa.float64(), "measured value (see unit)"),
+        _c("threshold", pa.float64(), "what it was compared with (same unit)"),
+        _c("unit", pa.string(), "ms | s | count | sequence"),
+        _c("message", pa.string(), "what happened, in plain words", False),
+        _c("advice", pa.string(), "what to do"),
+        _c("related", pa.string(), "ids of linked rows, comma-separated (gc_findings.finding_id, zk_elections.election_id, zk_findings.finding_id)"),
+    ),
+    keys=("finding_id",),
+    written_by="lakehouse.jobs.zookeeper",
+)
+
+# --- stuck messages and replication lag (issue P5) -------------------------------------------------
+
+_BOUNDS_DOC = (
+    "Bounds as for role_intervals: the condition was seen from `start_ts` to `end_ts`; it began after "
+    "`start_lower` and ended before `end_upper` (null: not observed — it held from the first "
+    "observation, or still holds at the last one, `is_open`)."
+)
+
+
+def _bounds_columns() -> tuple[Column, ...]:
+    return (
+        _c("start_ts", TS, "first observation showing it", False),
+        _c("start_lower", TS, "last observation before start_ts that did not show it"),
+        _c("end_ts", TS, "last observation showing it", False),
+        _c("end_upper", TS, "first observation after end_ts that did not show it; null while it lasts"),
+        _c("is_open", pa.bool_(), "still so at the last observation", False),
+        _c("duration_s", pa.float64(), "end_ts − start_ts in seconds (observed length)", False),
+    )
+
+
+STUCK_MESSAGES = TableContract(
+    name="stuck_messages",
+    layer="gold",
+    doc=(
+        "Messages that are not moving, one row per finding (rules and thresholds: "
+        "lakehouse/jobs/stuck.py). `code`: `stranded-member` (a distributed-destination member "
+        "holds messages with no consumer and no delivery beyond the threshold while a sibling "
+        "member had consumers), `no-consumers` (the same on a destination without consuming "
+        "siblings; Artemis `FirstMessageAge` counts as evidence of how long), `unreachable-member` "
+        "(messages last seen on a member whose server stopped serving: unavailable until it "
+        "returns), `prepared-transaction` (messages held by prepared XA transactions beyond the "
+        "threshold), `replay-after-failover` (a new ActiveMQ master holds more messages than the old "
+        "one had plus what arrived since: old messages replayed). " + _BOUNDS_DOC
+    ),
+    columns=(
+        _c("finding_id", pa.string(), "stable id: hash of code, group, instance, destination and start", False),
+        _c("code", pa.string(), "stranded-member | no-consumers | unreachable-member | prepared-transaction | replay-after-failover", False),
+        _c("severity", pa.string(), "error | warn | info (info: a dead-letter or expiry queue)", False),
+        _c("certainty", pa.string(), "certain | possible (unanswered scrapes inside, or a bound assumed)", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("group_name", pa.string(), "HA group / cluster", False),
+        _c("instance", pa.string(), "instance holding the messages (at end_ts)", False),
+        _c("destination", pa.string(), "destination (member) name as reported (user-controlled text)", False),
+        _c("logical_destination", pa.string(), "logical destination (WebLogic distributed destination, Artemis address)"),
+        _c("destination_type", pa.string(), "queue | topic | temp-queue | temp-topic"),
+        *_bounds_columns(),
+        _c("stuck_for_s", pa.float64(), "stuck at least this long (s): the observed length, or the broker-reported age of the oldest message when that is longer and rising"),
+        _c("messages", pa.int64(), "messages concerned at end_ts (unreachable-member: count last seen; replay: the excess)"),
+        _c("messages_max", pa.int64(), "most messages seen during the finding (replay: the new master's depth)"),
+        _c("oldest_message_age_ms", pa.int64(), "age of the oldest message at end_ts where the broker reports it"),
+        _c("threshold_s", pa.float64(), "threshold the finding was held against (s)"),
+        _c("instances", pa.string(), "instances the finding was observed on, comma-separated (several across a failover)"),
+        _c("siblings_with_consumers", pa.string(), "stranded-member: sibling members' instances that had consumers meanwhile"),
+        _c("failover_event_id", pa.string(), "replay-after-failover: the failover_events row"),
+        _c("message", pa.string(), "what happened, in plain words", False),
+        _c("advice", pa.string(), "what to do about it", False),
+    ),
+    keys=("finding_id",),
+    written_by="lakehouse.jobs.stuck (brokerscope analyze)",
+)
+
+REPLICATION_LAG = TableContract(
+    name="replication_lag",
+    layer="gold",
+    doc=(
+        "Cross-cluster and consumer lag per topic-partition per scrape of the reporting instance "
+        "(flows mirrormaker2, mirrormaker2-checkpoint, replicator, consumer of replication_stats; "
+        "method: lakehouse/jobs/lag.py). `lag_s` is lag in time: Kafka Lag Exporter's "
+        "interpolation over recorded (log end, time) points with bounded extrapolation, never NaN "
+        "and never beyond what the points support — `lag_s_method` says how it was obtained. "
+        "`status` is Burrow's partition status over the last `window_commits` observations, "
+        "evaluated at every scrape (so a partition that stops reporting turns STOP). Rows where "
+        "the partition was not reported (`observed` false) carry the last known lag."
+    ),
+    columns=(
+        _c("ts", TS, "scrape time of the reporting instance (evaluation time)", False),
+        _c("obs_date", pa.string(), "UTC date of ts, the partition column", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("group_name", pa.string(), "group of the reporting instance", False),
+        _c("instance", pa.string(), "instance that reports the flow (Connect worker, consumer application)", False),
+        _c("flow", pa.string(), "mirrormaker2 | mirrormaker2-checkpoint | replicator | consumer", False),
+        _c("source_cluster", pa.string(), "cross-cluster source (alias)"),
+        _c("target_cluster", pa.string(), "cross-cluster destination (alias)"),
+        _c("topic", pa.string(), "topic (user-controlled text)"),
+        _c("partition", pa.int32(), "partition"),
+        _c("client", pa.string(), "client id / consumer group / connector task"),
+        _c("observed", pa.bool_(), "the partition was reported at ts (false: the scrape failed or it was missing)", False),
+        _c("lag_messages", pa.float64(), "lag in messages (last known when not observed); null where the flow reports none (MirrorMaker 2)"),
+        _c("position", pa.float64(), "replicated position derived by integrating throughput_per_s over time (Replicator); null otherwise"),
+        _c("log_end", pa.float64(), "derived source log end = position + lag_messages (the point recorded for interpolation)"),
+        _c("lag_s", pa.float64(), "lag in time (s); null when nothing supports a value (see lag_s_method)"),
+        _c("lag_s_method", pa.string(), "caught-up (0) | interpolated | extrapolated (bounded) | lower-bound (the position predates the recorded points: at least this) | reported-latency (the flow's own latency metric) | insufficient-data (null: fewer than two points) | no-positions (null: the flow reports lag but no throughput) | not-observed (null: not reported at ts)", False),
+        _c("latency_ms", pa.float64(), "latency the flow reports (MM2 replication-latency-ms / checkpoint-latency-ms, Replicator latency)"),
+        _c("status", pa.string(), "Burrow status OK | WARN | STOP | STALL | REWIND; null when the flow reports no lag"),
+        _c("status_basis", pa.string(), "derived-offsets (all rules) | lag-only (STALL and REWIND cannot be judged) | none"),
+        _c("window_commits", pa.int32(), "observations in the evaluated window", False),
+        _c("window_complete", pa.float64(), "window_commits / window size (Burrow `complete`)", False),
+    ),
+    keys=("instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client", "ts"),
+    partition_by=("obs_date",),
+    written_by="lakehouse.jobs.lag (brokerscope analyze)",
+)
+
+REPLICATION_FINDINGS = TableContract(
+    name="replication_findings",
+    layer="gold",
+    doc=(
+        "Replication problems as runs of observations (rules and thresholds: lakehouse/jobs/lag.py). "
+        "Kafka cluster-wide, over scrape rounds that align the brokers of a group: `no-controller` / "
+        "`multiple-controllers` (sum of ActiveControllerCount ≠ 1), `under-replicated`, "
+        "`under-min-isr`, `offline-partitions`, `follower-lag` (ReplicaFetcherManager MaxLag above "
+        "the threshold). Per topic-partition from replication_lag: `replication-lag` (lag_s above "
+        "the threshold) and `consumer-warn` / `consumer-stop` / `consumer-stall` / "
+        "`consumer-rewind` (Burrow status). Artemis: `replica-sync-gap` (a live not in sync with a "
+        "backup beyond the grace period, never from one sample). " + _BOUNDS_DOC
+    ),
+    columns=(
+        _c("finding_id", pa.string(), "stable id: hash of code, group, instance, series and start", False),
+        _c("code", pa.string(), "see above", False),
+        _c("severity", pa.string(), "error | warn", False),
+        _c("certainty", pa.string(), "certain | possible (a broker did not answer, or a one-round alignment artefact cannot be excluded)", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("group_name", pa.string(), "cluster / HA group", False),
+        _c("instance", pa.string(), "instance concerned; null for cluster-wide findings"),
+        _c("flow", pa.string(), "replication_stats flow the finding comes from", False),
+        _c("source_cluster", pa.string(), "cross-cluster source"),
+        _c("target_cluster", pa.string(), "cross-cluster destination"),
+        _c("topic", pa.string(), "topic (user-controlled text)"),
+        _c("partition", pa.int32(), "partition"),
+        _c("client", pa.string(), "client id / consumer group / connector task"),
+        *_bounds_columns(),
+        _c("value_max", pa.float64(), "worst value during the finding (see unit)"),
+        _c("value_last", pa.float64(), "value at end_ts"),
+        _c("threshold", pa.float64(), "threshold compared with (same unit); null for facts"),
+        _c("unit", pa.string(), "partitions | controllers | messages | s", False),
+        _c("detail", pa.string(), "brokers concerned, or brokers that did not answer"),
+        _c("message", pa.string(), "what happened, in plain words", False),
+        _c("advice", pa.string(), "what to do about it", False),
+    ),
+    keys=("finding_id",),
+    written_by="lakehouse.jobs.lag (brokerscope analyze)",
+)
+
 TABLES: dict[str, TableContract] = {
     t.name: t
     for t in (
@@ -578,6 +958,15 @@ TABLES: dict[str, TableContract] = {
         GC_EVENTS,
         GC_PARSE_STATS,
         GC_FINDINGS,
+        BRONZE_ZK,
+        ZK_SERVER_STATE,
+        ZK_COORDINATION,
+        ZK_QUORUM,
+        ZK_ELECTIONS,
+        ZK_FINDINGS,
+        STUCK_MESSAGES,
+        REPLICATION_LAG,
+        REPLICATION_FINDINGS,
     )
 }
 

@@ -1,4 +1,5 @@
 import pytest
+import yaml
 
 from brokerscope.config import ConfigError, config_from_dict, load_config, parse_duration
 
@@ -73,3 +74,59 @@ def test_yaml_errors_and_relative_lakehouse(tmp_path):
         load_config(tmp_path / "missing.yaml")
     p.write_text("lakehouse: ./lh\nscrape_interval: 1s\ntargets: []\n")
     assert load_config(p).lakehouse_root() == str(tmp_path / "lh")
+
+
+def test_gc_section_defaults_and_per_target_overrides(tmp_path):
+    cfg = config_from_dict(good())
+    assert (cfg.gc.zk_session_ms, cfg.gc.connection_ttl_ms, cfg.gc.max_line_bytes) == (18000, 60000, 65536)
+    t = {"name": "a", "kind": "activemq", "url": "http://x/j", "gc_logs": ["logs/gc.log*"],
+         "gc": {"connection_ttl_ms": 30000}}
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(good(targets=[t], gc={"time_share_window": "2m", "time_share_pct": 25})))
+    cfg = load_config(p)
+    assert cfg.gc_thresholds(cfg.targets[0]) == {
+        "zk_session_ms": 18000.0, "connection_ttl_ms": 30000.0, "time_share_window_s": 120.0, "time_share_pct": 25.0}
+    assert cfg.gc_thresholds()["connection_ttl_ms"] == 60000.0
+    assert cfg.gc_log_patterns(cfg.targets[0]) == [str(tmp_path / "logs" / "gc.log*")]  # relative to the file
+    assert cfg.gc_state_file() == tmp_path / "lh" / "_state" / "gc_tail.json"
+    with pytest.raises(ConfigError, match="gc.state_file"):
+        config_from_dict(good(lakehouse="s3://bucket/lh")).gc_state_file()
+
+
+def test_gc_errors_name_key_and_fix():
+    bad = good(
+        gc={"zk_session_ms": -1, "time_share_pct": 150, "time_share_window": "soon", "max_line_bytes": 10, "tail": 1},
+        targets=[{"name": "a", "kind": "activemq", "url": "http://x/j", "gc_logs": [" "],
+                  "gc": {"connection_ttl_ms": 0, "session_ms": 1}}],
+    )
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(bad, "cfg.yaml")
+    msg = str(e.value)
+    assert "gc.zk_session_ms" in msg and "greater than 0" in msg
+    assert "gc.time_share_pct" in msg and "less than or equal to 100" in msg
+    assert "gc.time_share_window" in msg and "500ms" in msg
+    assert "gc.max_line_bytes" in msg
+    assert "gc.tail" in msg and "unknown key" in msg
+    assert "targets[0].gc_logs" in msg and "gc.log*" in msg
+    assert "targets[0].gc.connection_ttl_ms" in msg
+    assert "targets[0].gc.session_ms" in msg and "unknown key" in msg
+
+
+def test_analysis_section_defaults_and_errors():
+    cfg = config_from_dict(good())
+    assert (cfg.analysis.stuck.threshold, cfg.analysis.stuck.forward_delays) == (60.0, {})
+    assert (cfg.analysis.lag.lag_threshold, cfg.analysis.lag.replica_sync_grace, cfg.analysis.lag.window) == (60.0, 60.0, 10)
+    cfg = config_from_dict(good(analysis={"stuck": {"threshold": "2m", "forward_delays": {"SystemModule!OrdersQueue": "30s"}},
+                                          "lag": {"lag_threshold": "500ms", "follower_lag_messages": 50}}))
+    assert (cfg.analysis.stuck.threshold, cfg.analysis.stuck.forward_delays) == (120.0, {"SystemModule!OrdersQueue": 30.0})
+    assert (cfg.analysis.lag.lag_threshold, cfg.analysis.lag.follower_lag_messages) == (0.5, 50)
+    bad = good(analysis={"stuck": {"threshold": "soon", "forward_delays": {"Q": 0}},
+                         "lag": {"window": 1, "min_complete": 2, "max_extrapolation": -1, "lagg": 1}, "stuk": {}})
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(bad, "cfg.yaml")
+    msg = str(e.value)
+    assert "analysis.stuck.threshold" in msg and "500ms" in msg
+    assert "analysis.stuck.forward_delays" in msg and "greater than zero" in msg
+    assert "analysis.lag.window" in msg and "greater than or equal to 2" in msg
+    assert "analysis.lag.min_complete" in msg and "analysis.lag.max_extrapolation" in msg
+    assert "analysis.lag.lagg" in msg and "analysis.stuk" in msg and "unknown key" in msg

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timedelta, timezone
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Optional
 
 # Line classification codes returned by the format handlers.
@@ -17,41 +19,86 @@ _UNIT_KB = {"B": 1.0 / 1024.0, "K": 1.0, "M": 1024.0, "G": 1048576.0, "T": 10737
 SIZE = r"\d+(?:[.,]\d+)?\s?[BKMGT]"  # a size with unit, e.g. 24.0M, 1024K, 0.0B
 
 
+_SIZE_CACHE: dict = {}
+
+
 def size_kb(text: str) -> int:
     """'24.0M' -> 24576, '1024K' -> 1024, '0.0B' -> 0, '12345' (no unit: K) -> 12345."""
+    # GC logs repeat the same few hundred sizes ('0.0B', '1024.0M', region counts...): a
+    # bounded memo saves the float round trip on most calls
+    kb = _SIZE_CACHE.get(text)
+    if kb is None:
+        kb = _size_kb(text)
+        if len(_SIZE_CACHE) >= 16384:
+            _SIZE_CACHE.clear()
+        _SIZE_CACHE[text] = kb
+    return kb
+
+
+def _size_kb(text: str) -> int:
     text = text.strip()
     unit = text[-1]
     if unit in _UNIT_KB:
         num = text[:-1].rstrip()
     else:
         num, unit = text, "K"
-    return int(round(float(num.replace(",", ".")) * _UNIT_KB[unit]))
+    num = num.replace(",", ".")
+    kb = float(num) * _UNIT_KB[unit]
+    if math.isfinite(kb):
+        return int(round(kb))
+    # absurdly large (corrupt) values overflow the float: exact decimal arithmetic instead
+    return int((Decimal(num) * Decimal(_UNIT_KB[unit])).to_integral_value(ROUND_HALF_EVEN))
+
+
+_NUM_PREFIX_RE = re.compile(r"\d*\.?\d*")
 
 
 def num(text: str) -> float:
-    """Number that may use a decimal comma (locale), e.g. '1,234' -> 1.234."""
-    return float(text.replace(",", "."))
+    """Number that may use a decimal comma (locale), e.g. '1,234' -> 1.234.  Never raises: a
+    malformed number (corrupt line, e.g. '1.2.3') gives its longest numeric prefix (1.2), or
+    0.0 when it has none."""
+    text = text.replace(",", ".")
+    try:
+        return float(text)
+    except ValueError:
+        m = _NUM_PREFIX_RE.match(text)
+        digits = m.group() if m else ""
+        return float(digits) if digits.strip(".") else 0.0
+
+
+def to_int(text: str) -> int:
+    """int() of a logged digit string of any length (int() refuses more than 4300 digits)."""
+    if len(text) <= 4000:
+        return int(text)
+    return int(Decimal(text))
 
 
 def parse_datestamp(text: str) -> Optional[datetime]:
     """ISO-8601 JVM time stamp ('2014-01-01T10:00:00.123+0100') -> aware UTC datetime."""
     try:
         dt = datetime.fromisoformat(text.replace(",", "."))
-    except ValueError:
+        if dt.tzinfo is None:  # no offset logged: assume UTC
+            return dt.replace(tzinfo=timezone.utc)
+        return dt.astimezone(timezone.utc)
+    except (ValueError, OverflowError):  # not a date, or out of datetime's range once in UTC
         return None
-    if dt.tzinfo is None:  # no offset logged: assume UTC
-        return dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
 
 
-def epoch_ms_to_dt(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+def epoch_ms_to_dt(ms: int) -> Optional[datetime]:
+    """Epoch milliseconds -> aware UTC datetime; None when out of datetime's range."""
+    try:
+        return datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def wall_from_start(jvm_start: Optional[datetime], uptime_s: Optional[float]) -> Optional[datetime]:
     if jvm_start is None or uptime_s is None:
         return None
-    return jvm_start + timedelta(seconds=uptime_s)
+    try:
+        return jvm_start + timedelta(seconds=uptime_s)
+    except (OverflowError, ValueError):  # corrupt uptime (huge, inf, nan)
+        return None
 
 
 _SLUG_RE = re.compile(r"[^a-z0-9]+")

@@ -31,6 +31,7 @@ from ._common import (
     parse_datestamp,
     size_kb,
     slug,
+    to_int,
     wall_from_start,
 )
 from .model import STOPPED_PHASE, GcEvent
@@ -160,7 +161,91 @@ _GEN_COLLECTOR = {
 _G1_TYPES = {"young", "mixed", "partial", "initial-mark", "to-space exhausted", "to-space overflow"}
 
 
+# detail-line fast path (LegacyHandler.handle): substrings the general path acts on, and the
+# detail line shapes it covers (values: digits and a fixed vocabulary, so no marker can hide
+# there; markers ending in ':' end within the label group)
+_DETAIL_MARKERS = (
+    "concurrent-", "G1Ergonomics", "Total time for which", "Application time:", "AdaptiveSize",
+    "abort preclean", " GC:", "TLAB", "[Preclean ", "GC invocations=", "Eden:", "Metaspace:",
+    "Perm:", "[Times:",
+)
+_FAST_DETAIL_RE = re.compile(
+    r"[ \t]*(\[[A-Z][A-Za-z ]*(?: \(ms\))?:)"
+    r"(?:(?: +[\d.]+)+(?: ms(?:, GC Workers: \d+)?)?| Min: [\d.]+, Avg: [\d.]+, Max: [\d.]+, Diff: [\d.]+(?:, Sum: [\d.]+)?)"
+    r"\][ \t]*[\r\n]*\Z"
+)
+_DETAIL_LABELS: dict = {}
+_FAST_TIMES_RE = re.compile(
+    r"[ \t]*\[Times: user=(\d+\.\d+) sys=(\d+\.\d+), real=(\d+\.\d+) secs\][ \t]*[\r\n]*\Z", re.ASCII
+)
+_FAST_EDEN_RE = re.compile(
+    r"[ \t]*\[" + _G1_DETAIL_RE.pattern + r"\][ \t]*[\r\n]*\Z"
+)
+
+
+def _detail_label_ok(label: str) -> bool:
+    ok = not any(m in " " + label for m in _DETAIL_MARKERS)
+    if len(_DETAIL_LABELS) < 1024:
+        _DETAIL_LABELS[label] = ok
+    return ok
+
+
+# one-line young collection records, e.g. '2012-10-19T20:56:16.875+0100: 8852.858: [GC 8852.858:
+# [DefNew: 18098K->1097K(19136K), 0.0058500 secs] 41557K->24556K(260032K), 0.0059610 secs]
+# [Times: user=0.00 sys=0.00, real=0.01 secs]' -- see LegacyHandler._fast_young.  Sizes are
+# whole KiB (<= 15 digits: size_kb's float conversion is exact there).
+_FAST_YOUNG_RE = re.compile(
+    rf"{_PREFIX}\[GC(?: \((?P<cause>[A-Za-z][\w .]*(?:\(\))?)\))? ?(?:{_DATE}: )?(?:{_UP}: )?"
+    r"\[(?P<gen>DefNew|ParNew|PSYoungGen): (?P<yb>\d{1,15})K->(?P<ya>\d{1,15})K\((?P<yc>\d{1,15})K\)"
+    r"(?:, \d+\.\d+ secs)?\] (?P<hb>\d{1,15})K->(?P<ha>\d{1,15})K\((?P<hc>\d{1,15})K\), (?P<t>\d+\.\d+) secs\]"
+    r"(?: \[Times: user=(?P<tu>\d+\.\d+) sys=(?P<ts>\d+\.\d+), real=(?P<tr>\d+\.\d+) secs\])?[ \t]*[\r\n]*\Z",
+    re.ASCII,
+)
+_FAST_CAUSES: dict = {}
+# a whole PrintGCApplicationStoppedTime line (LegacyHandler._fast_stopped)
+_FAST_STOPPED_RE = re.compile(
+    rf"(?P<body>{_PREFIX}Total time for which application threads were stopped: (\d+\.\d+) seconds"
+    r"(?:, Stopping threads took: (\d+\.\d+) seconds)?)[ \t]*[\r\n]*\Z",
+    re.ASCII,
+)
+
+
+def _fast_cause(q: str):
+    """(cause, flags) of a record cause as _parse_record derives them, or False when the cause
+    needs the general path (G1 kinds, sizes, markers _extract acts on, CMS phase names)."""
+    ql = q.strip()
+    text = f" ({q}) "
+    if (
+        not ql or ql in _G1_TYPES or ql[-1] in "KMGB" or ql == "CMS Initial Mark"
+        or any(m in text for m in _DETAIL_MARKERS)
+        or any(m in text for m in ("concurrent mode failure", "concurrent mode interrupted", "promotion failed"))
+    ):
+        info = False
+    else:
+        flags = []
+        if ql in ("System.gc()", "System"):
+            flags.append("system-gc")
+        if "Humongous" in ql:
+            flags.append("humongous")
+        info = (ql, tuple(flags))
+    if len(_FAST_CAUSES) < 256:
+        _FAST_CAUSES[q] = info
+    return info
+
+
 _STARTED = GcEvent(event_type="started")  # sentinel: a start marker record, no event
+
+
+def _g1_detail(ev: GcEvent, dm) -> None:
+    """Sizes of a G1 '[Eden: ... Survivors: ... Heap: ...]' detail line (_G1_DETAIL_RE)."""
+    eb, ea = size_kb(dm.group("eb")), size_kb(dm.group("ea"))
+    sb, sa = size_kb(dm.group("sb")), size_kb(dm.group("sa"))
+    ev.young_before_kb, ev.young_after_kb = eb + sb, ea + sa
+    ev.young_committed_kb = size_kb(dm.group("eca")) + sa
+    ev.heap_before_kb = size_kb(dm.group("hb"))
+    ev.heap_after_kb = size_kb(dm.group("ha"))
+    ev.heap_committed_kb = size_kb(dm.group("hc"))
+    # (old = heap - young is not derived: G1 reports survivor *capacity*)
 
 
 class _Record:
@@ -330,6 +415,72 @@ class LegacyHandler:
     # -- main entry ---------------------------------------------------------------------------
 
     def handle(self, line: str, line_no: int, out: list) -> int:
+        c0 = line[:1]
+        if self.rec is None and not self.heap_block and not self.stats_block:
+            if c0 == " " or c0 == "\t":
+                if self.last is not None or self.detail_depth > 0:
+                    # Fast path for the indented detail lines of the pending event (G1 phase
+                    # timings: most lines of a G1 -XX:+PrintGCDetails log).  For a line of the
+                    # common shape '   [Label (ms): Min: 1.0, Avg: ...]' / '   [Label: 0.5 ms]'
+                    # whose label holds none of the substrings the general path acts on
+                    # (_DETAIL_MARKERS, checked once per label), the general path below only
+                    # counts its brackets, which balance.
+                    fm = _FAST_DETAIL_RE.match(line)
+                    if fm is not None:
+                        ok = _DETAIL_LABELS.get(fm.group(1))
+                        if ok is None:
+                            ok = _detail_label_ok(fm.group(1))
+                        if ok:
+                            return EVENT
+                    else:
+                        # the pending event's '[Times: ...]' / G1 '[Eden: ...]' line in its
+                        # usual shape: what _detail() does with it, without the generic checks
+                        fm = _FAST_TIMES_RE.match(line)
+                        if fm is not None:
+                            ev = self.last
+                            if ev is not None and ev.user_s is None:
+                                ev.user_s, ev.sys_s, ev.real_s = float(fm[1]), float(fm[2]), float(fm[3])
+                            return EVENT
+                        fm = _FAST_EDEN_RE.match(line)
+                        if fm is not None:
+                            if self.last is not None:
+                                _g1_detail(self.last, fm)
+                            return EVENT
+            elif c0 == "[" and self.last is not None:
+                # the same detail lines at column 0 (JDK 6/7 G1, some platforms): the general
+                # path hands them to _detail() unless they look like a record start
+                fm = _FAST_DETAIL_RE.match(line)
+                if fm is not None:
+                    ok = _DETAIL_LABELS.get(fm.group(1))
+                    if ok is None:
+                        ok = _detail_label_ok(fm.group(1))
+                    if ok and _TOP_START_RE.match(line) is None:
+                        return EVENT
+                elif line.startswith("[Times: "):
+                    fm = _FAST_TIMES_RE.match(line)
+                    if fm is not None:
+                        ev = self.last
+                        if ev.user_s is None:
+                            ev.user_s, ev.sys_s, ev.real_s = float(fm[1]), float(fm[2]), float(fm[3])
+                        return EVENT
+                elif line.startswith("[Eden: "):
+                    fm = _FAST_EDEN_RE.match(line)
+                    if fm is not None:
+                        _g1_detail(self.last, fm)
+                        return EVENT
+            if c0.isdigit() or line.startswith("[GC"):
+                # Fast path for complete one-line young collections (see _fast_young).
+                fm = _FAST_YOUNG_RE.match(line)
+                if fm is not None:
+                    ev = self._fast_young(fm, line, line_no)
+                    if ev is not None:
+                        self.flush(out)
+                        self.last = ev
+                        return EVENT
+                elif "Total time for which" in line:
+                    fm = _FAST_STOPPED_RE.match(line)
+                    if fm is not None:
+                        return self._fast_stopped(fm, line_no, out)
         s = line.rstrip("\r\n")
         if s[:1].isdigit():
             pm = _PREFIX_RE.match(s)
@@ -416,14 +567,7 @@ class LegacyHandler:
             if "Eden:" in s:
                 dm = _G1_DETAIL_RE.search(s)
                 if dm is not None:
-                    eb, ea = size_kb(dm.group("eb")), size_kb(dm.group("ea"))
-                    sb, sa = size_kb(dm.group("sb")), size_kb(dm.group("sa"))
-                    ev.young_before_kb, ev.young_after_kb = eb + sb, ea + sa
-                    ev.young_committed_kb = size_kb(dm.group("eca")) + sa
-                    ev.heap_before_kb = size_kb(dm.group("hb"))
-                    ev.heap_after_kb = size_kb(dm.group("ha"))
-                    ev.heap_committed_kb = size_kb(dm.group("hc"))
-                    # (old = heap - young is not derived: G1 reports survivor *capacity*)
+                    _g1_detail(ev, dm)
             if "Metaspace:" in s or "Perm:" in s:
                 for inner in _INNER_RE.findall(s):
                     sm = _SUB_RE.match(inner)
@@ -440,6 +584,63 @@ class LegacyHandler:
             self.detail_depth = 0
         return EVENT
 
+    def _fast_young(self, fm, line: str, line_no: int, track: bool = True) -> Optional[GcEvent]:
+        """The event of a complete one-line young collection record matched by _FAST_YOUNG_RE
+        (Serial/ParNew/Parallel young GCs: most records of those logs), or None to leave the
+        line to the general path.  Builds exactly what handle() -> _continue() ->
+        _parse_record() build for such a line, without their generic bracket walking."""
+        date, up, gcid, q, gen, yb, ya, yc, hb, ha, hc, t, tu, ts, tr = fm.groups()
+        flags = ()
+        cause = None
+        if q is not None:
+            info = _FAST_CAUSES.get(q)
+            if info is None:
+                info = _fast_cause(q)
+            if info is False:
+                return None
+            cause, flags = info
+        pause = float(t) * 1000.0
+        ev = GcEvent(
+            "young", self._collector(_GEN_COLLECTOR[gen]), None, None, cause, pause, None, pause,
+            int(hb), int(ha), int(hc), int(yb), int(ya), int(yc),
+            flags=flags, phase="GC", source_line=line_no,
+        )
+        if gcid is not None:
+            ev.gc_id = to_int(gcid)
+        if up is not None or date is not None:
+            if track:  # the time span is tracked from each line's prefix (see handle())
+                if self.first_prefix is None:
+                    self.first_prefix = (date, up)
+                self.last_prefix = (date, up)
+            self._stamp(ev, date, up)
+        elif self.o.jvm_start is not None:
+            self._stamp(ev, date, up)
+        if tu is not None:
+            ev.user_s, ev.sys_s, ev.real_s = float(tu), float(ts), float(tr)
+        if self.o.keep_raw:
+            ev.raw = line.rstrip("\r\n")
+        return ev
+
+    def _fast_stopped(self, fm, line_no: int, out: list) -> int:
+        """A whole '<prefix>Total time for which application threads were stopped: ...' line
+        (PrintGCApplicationStoppedTime): what _extract() -> _stopped() and the residue check
+        of handle() do with it."""
+        _body, date, up, _gcid, t, r = fm.groups()
+        if date is not None or up is not None:
+            if self.first_prefix is None:
+                self.first_prefix = (date, up)
+            self.last_prefix = (date, up)
+        pause = float(t) * 1000.0
+        ev = GcEvent(
+            "safepoint", self.o.collector, None, None, None, pause, None, pause,
+            ttsp_ms=float(r) * 1000.0 if r else None, source_line=line_no, phase=STOPPED_PHASE,
+        )
+        self._stamp(ev, date, up)
+        if self.o.keep_raw:
+            ev.raw = fm.group("body")
+        self._emit_side(ev, out, False)
+        return EVENT
+
     # -- records ------------------------------------------------------------------------------
 
     def _continue(self, rec: _Record, s: str, line_no: int, out: list, extracted: bool = False) -> int:
@@ -454,7 +655,7 @@ class LegacyHandler:
             ):
                 self._abandon(rec)
                 return self.handle(s, line_no, out)
-            if _LEGACY_INFO_RE.match(s) and not s.lstrip().startswith((",", ":", "[")):
+            if not s.lstrip().startswith((",", ":", "[")) and _LEGACY_INFO_RE.match(s):
                 rec.lines.append((line_no, None))
                 return DEFERRED
             if _CLASS_HISTO_RE.match(s):
@@ -489,7 +690,15 @@ class LegacyHandler:
         rec.pieces.append(s[: close + 1])
         self.rec = None
         text = "".join(rec.pieces)
-        ev = self._parse_record(text, rec)
+        ev = None
+        if len(rec.pieces) > 1 and text[-1:] == "]":
+            # a young collection split over lines by PrintTenuringDistribution & co. reads
+            # like a one-line one once joined (same result as _parse_record, faster)
+            fm = _FAST_YOUNG_RE.match(text)
+            if fm is not None:
+                ev = self._fast_young(fm, rec.raw, rec.first_line, track=False)
+        if ev is None:
+            ev = self._parse_record(text, rec)
         st = self.o.stats
         if ev is None:
             for ln, txt in rec.lines[:-1]:
@@ -633,8 +842,8 @@ class LegacyHandler:
                 continue
             ym = _YG_RE.match(sub)
             if ym is not None:
-                ev.young_before_kb = ev.young_after_kb = int(ym.group("u"))
-                ev.young_committed_kb = int(ym.group("c"))
+                ev.young_before_kb = ev.young_after_kb = to_int(ym.group("u"))
+                ev.young_committed_kb = to_int(ym.group("c"))
         if "concurrent mode failure" in text and "concurrent-mode-failure" not in flags:
             flags.append("concurrent-mode-failure")
         if "concurrent mode interrupted" in text and "concurrent-mode-interrupted" not in flags:
@@ -723,7 +932,7 @@ class LegacyHandler:
             ev.collector = hint
         ev.flags = tuple(dict.fromkeys(flags))
         if gcid is not None:
-            ev.gc_id = int(gcid)
+            ev.gc_id = to_int(gcid)
         self._stamp(ev, date, up)
         if times is not None:
             ev.user_s, ev.sys_s, ev.real_s = num(times.group(1)), num(times.group(2)), num(times.group(3))

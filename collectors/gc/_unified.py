@@ -29,6 +29,7 @@ from ._common import (
     parse_datestamp,
     size_kb,
     slug,
+    to_int,
     wall_from_start,
 )
 from .model import SAFEPOINT_PHASE, STOPPED_PHASE, GcEvent
@@ -83,7 +84,7 @@ class Layout:
             elif kind == "ms":
                 ms_groups.append(group)
                 if first_ms_value is None:
-                    first_ms_value = int(value[:-2])
+                    first_ms_value = to_int(value[:-2])
             elif kind == "ns":
                 ns_groups.append(group)
             elif kind == "level":
@@ -108,6 +109,11 @@ class Layout:
 
 def detect_layout(line: str) -> Optional[Layout]:
     """Classify the leading ``[...]`` groups of ``line``; None if it is not a decorated line."""
+    c = line[1:2]
+    if not (c.isdigit() or "a" <= c <= "z"):
+        # every decorator kind starts with a digit or a lower-case letter, and a first group
+        # of kind 'other' means "not decorated": '[GC Worker ...', '[Times: ...' (legacy)
+        return None
     pos = 0
     kinds: list[str] = []
     values: list[str] = []
@@ -323,9 +329,9 @@ class UnifiedHandler:
         if layout.g_up:
             up = m.group(layout.g_up)
         elif layout.g_upms:
-            up = int(m.group(layout.g_upms)) / 1000.0
+            up = float(m.group(layout.g_upms)) / 1000.0  # (float(): no overflow on corrupt values)
         elif layout.g_upns:
-            up = int(m.group(layout.g_upns)) / 1e9
+            up = float(m.group(layout.g_upns)) / 1e9
         return (wall, wallms, up)
 
     def _stamp(self, ev: GcEvent, ts) -> None:
@@ -337,7 +343,7 @@ class UnifiedHandler:
         if wall is not None:
             ev.wall_time = parse_datestamp(wall)
         elif wallms is not None:
-            ev.wall_time = epoch_ms_to_dt(int(wallms))
+            ev.wall_time = epoch_ms_to_dt(to_int(wallms))
         if ev.wall_time is None and self.o.jvm_start is not None:
             ev.wall_time = wall_from_start(self.o.jvm_start, ev.uptime_s)
 
@@ -432,13 +438,13 @@ class UnifiedHandler:
         if msg[:3] == "GC(":
             self.exit_block = False
             j = msg.find(")", 3)
-            if j < 0 or not msg[3:j].isdigit():
+            if j < 0 or not msg[3:j].isdecimal():  # (isdigit() would accept '²')
                 return UNKNOWN
             self.o.unified_mode = True
             rest = msg[j + 2:]
             if rest[-1:] == "\n":
                 rest = rest.rstrip("\r\n")
-            return self._gc_line(int(msg[3:j]), rest, m, layout, line_no, out, line)
+            return self._gc_line(to_int(msg[3:j]), rest, m, layout, line_no, out, line)
         msg = msg.rstrip("\r\n")
         if m is None:
             # undecorated line: unified only if we understand it, else the legacy handler's
@@ -474,8 +480,8 @@ class UnifiedHandler:
                 return UNKNOWN
             ev = self._new_event(
                 "safepoint", self._ts(m, layout), line_no, raw,
-                pause_ms=int(sm.group("total")) / 1e6, duration_ms=int(sm.group("total")) / 1e6,
-                ttsp_ms=int(sm.group("reach")) / 1e6, cause=sm.group("op"), phase=SAFEPOINT_PHASE,
+                pause_ms=float(sm.group("total")) / 1e6, duration_ms=float(sm.group("total")) / 1e6,
+                ttsp_ms=float(sm.group("reach")) / 1e6, cause=sm.group("op"), phase=SAFEPOINT_PHASE,
             )
             out.append(ev)
             return EVENT
@@ -645,7 +651,7 @@ class UnifiedHandler:
                     st = self.states.get(gc_id) or self._state(gc_id, line_no, self._ts(m, layout))
                     if st.regions is None:
                         st.regions = {}
-                    st.regions[rm.group("kind")] = (int(rm.group("b")), int(rm.group("a")))
+                    st.regions[rm.group("kind")] = (to_int(rm.group("b")), to_int(rm.group("a")))
                     self._collector("g1")
                 return EVENT
             if key == "Cancelling GC":
@@ -675,7 +681,9 @@ class UnifiedHandler:
     # -- pauses -------------------------------------------------------------------------------
 
     def _pause(self, gc_id, rest, gen, m, layout, line_no, out, raw) -> int:
-        em = _PAUSE_END_RE.match(rest)
+        # (a summary line ends with its duration 'ms'/'s'/'us': skip the costly match on start
+        # lines, which cannot match)
+        em = _PAUSE_END_RE.match(rest) if rest.rstrip()[-1:] == "s" else None
         ts = self._ts(m, layout)
         if em is None:
             sm = _PAUSE_START_RE.match(rest)
@@ -838,7 +846,7 @@ class UnifiedHandler:
     # -- concurrent phases --------------------------------------------------------------------
 
     def _concurrent(self, gc_id, rest, gen, m, layout, line_no, out, raw) -> int:
-        em = _CONC_END_RE.match(rest)
+        em = _CONC_END_RE.match(rest) if rest.rstrip()[-1:] == "s" else None  # see _pause
         ts = self._ts(m, layout)
         if em is None:
             sm = _CONC_START_RE.match(rest)
@@ -992,7 +1000,10 @@ class UnifiedHandler:
             if wa is not None and wb is not None:
                 return round((wb - wa).total_seconds() * 1000.0, 3)
         if ts_a[1] and ts_b[1]:
-            return float(int(ts_b[1]) - int(ts_a[1]))
+            try:
+                return float(to_int(ts_b[1]) - to_int(ts_a[1]))
+            except OverflowError:  # corrupt epoch values
+                return None
         return None
 
     @staticmethod

@@ -40,6 +40,9 @@ __all__ = ["GcLogParser", "iter_events", "open_log", "parse_file", "parse_lines"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+# first characters of the lines the unified handler may claim before unified mode (see feed)
+_UNIFIED_FIRST = "[GUISA"
+
 
 class GcLogParser:
     """Line-by-line GC log parser (a state machine; not thread-safe).
@@ -86,7 +89,13 @@ class GcLogParser:
         out: list[GcEvent] = []
         legacy = self._legacy
         code = 0
-        if legacy.rec is None and not legacy.heap_block:
+        # Until a unified line has been seen, the unified handler returns 0 (without side
+        # effects) for every line that does not start with '[' or one of the undecorated
+        # unified messages ('GC(', 'Using ', 'Initializing ', 'Safepoint "', 'Allocation
+        # Stall ('): skip the call for those, i.e. for almost every line of a legacy log.
+        if legacy.rec is None and not legacy.heap_block and (
+            self.unified_mode or line[:1] in _UNIFIED_FIRST or self._unified.foreign_block
+        ):
             code = self._unified.handle(line, line_no, out)
             if code:
                 self._n_unified += 1

@@ -9,17 +9,18 @@ only reads, calls and writes. Reruns overwrite the outputs with the same rows (i
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from collectors.base import Observation, collector_health_row
 from collectors.packs import PACKS
-from lakehouse.tables import FAILOVER_EVENTS, ROLE_INTERVALS, SILVER_FROM_JOLOKIA, contract
+from lakehouse.tables import BROKER_STATE, FAILOVER_EVENTS, ROLE_INTERVALS, SILVER_FROM_JOLOKIA, TS, contract
 
 # An uptime-derived JVM start moving forward by more than this means the JVM restarted.
 RESTART_TOLERANCE_MS = 1500
@@ -151,189 +152,323 @@ def typed_frame(rows: list[dict], c) -> pd.DataFrame:
     return df
 
 
+# --- vectorized sequence helpers ----------------------------------------------------------------------
+#
+# The gold steps work on whole columns of rows sorted by key and time (NumPy over Arrow), never row
+# by row in Python: run boundaries are cumulative sums, bounds are shifted indexes, "the next/last
+# row with X" is a running minimum/maximum of positions. Spark only partitions by group and sorts
+# within partitions; `per_key` streams whole keys of a partition into one vectorized call.
+
+STATE_LABELS = np.array(["unanswered", "inactive", "active"], dtype=object)  # index: state code + 1
+
+
+def key_starts(t: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """True where a row starts a new key (rows sorted by `keys`; no keys: one key)."""
+    starts = np.zeros(t.num_rows, dtype=bool)
+    if t.num_rows:
+        starts[0] = True
+        for k in keys:
+            col = t.column(k)
+            starts[1:] |= pc.not_equal(col[1:], col[:-1]).fill_null(True).to_numpy(zero_copy_only=False)
+    return starts
+
+
+def micros(col) -> tuple[np.ndarray, np.ndarray]:
+    """A timestamp column (any unit, naive = UTC) as int64 µs since the epoch, and its null mask."""
+    us = pc.cast(pc.cast(col, pa.timestamp("us", tz="UTC"), safe=False), pa.int64())
+    return us.fill_null(0).to_numpy(zero_copy_only=False), us.is_null().to_numpy(zero_copy_only=False)
+
+
+def timestamps(us: np.ndarray, null: np.ndarray | None = None) -> pa.Array:
+    return pa.array(us, pa.int64(), mask=null).cast(TS)
+
+
+def texts(values: np.ndarray, null: np.ndarray | None = None) -> pa.Array:
+    return pa.array(np.where(null, None, values) if null is not None else values, pa.string())
+
+
+def seconds(us: np.ndarray) -> np.ndarray:
+    """µs differences as float seconds, rounded as pandas' Timedelta.total_seconds() does (whole
+    seconds + µs / 1e6), so reruns of older gold compare equal to the last bit."""
+    whole, micro = np.divmod(us, 1_000_000)
+    return whole + micro / 1e6
+
+
+def state_codes(active) -> np.ndarray:
+    """1 = observed active, 0 = observed not active, -1 = no usable answer."""
+    known = ~active.is_null().to_numpy(zero_copy_only=False)
+    return np.where(known, active.fill_null(False).to_numpy(zero_copy_only=False), -1).astype(np.int8)
+
+
+def iso_times(us: np.ndarray) -> np.ndarray:
+    """pandas' Timestamp.isoformat() of naive-UTC µs times: seconds, `.ffffff` only when not whole."""
+    whole = np.datetime_as_string(us.astype("datetime64[us]").astype("datetime64[s]"), unit="s")
+    frac = us % 1_000_000
+    return np.where(frac == 0, whole, np.char.add(np.char.add(whole, "."), np.char.zfill(frac.astype(str), 6)))
+
+
+def next_position(flags: np.ndarray) -> np.ndarray:
+    """For every row, the position of the first row at or after it where `flags` holds (len: none)."""
+    pos = np.where(flags, np.arange(len(flags)), len(flags))
+    return np.minimum.accumulate(pos[::-1])[::-1]
+
+
+def last_position(flags: np.ndarray) -> np.ndarray:
+    """For every row, the position of the last row at or before it where `flags` holds (-1: none)."""
+    return np.maximum.accumulate(np.where(flags, np.arange(len(flags)), -1))
+
+
+def complete_keys(batches: Iterator[pa.RecordBatch], keys: Sequence[str]) -> Iterator[pa.Table]:
+    """Regroup the sorted batches of one partition so that no key straddles two tables: the rows of
+    a batch's last key wait for the next batch."""
+    carry: pa.Table | None = None
+    for batch in batches:
+        t = pa.Table.from_batches([batch])
+        if t.num_rows == 0:
+            continue
+        if carry is not None:
+            t = pa.concat_tables([carry, t])
+            # only the new rows (and the seam) can start keys: O(batch), not O(carry)
+            seam = carry.num_rows - 1
+            starts = seam + np.flatnonzero(key_starts(t.slice(seam), keys)[1:]) + 1
+        else:
+            starts = np.flatnonzero(key_starts(t, keys)[1:]) + 1
+        if starts.size:
+            cut = int(starts[-1])
+            yield t.slice(0, cut)
+            carry = t.slice(cut)
+        else:
+            carry = t
+    if carry is not None and carry.num_rows:
+        yield carry
+
+
+def per_key(df: DataFrame, keys: Sequence[str], order: Sequence[str], fn, c) -> DataFrame:
+    """Apply the vectorized `fn` (Arrow table of whole keys, sorted by keys + order → rows of
+    contract `c`) to every key of `df`: partitioned by its first key, sorted within partitions."""
+    keys, order = list(keys), list(order)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for t in complete_keys(batches, keys):
+            yield from fn(t).to_batches()
+
+    return df.repartition(keys[0]).sortWithinPartitions(*keys, *order).mapInArrow(run, c.spark_schema())
+
+
+def contract_table(columns: dict, c) -> pa.Table:
+    return pa.table([pc.cast(columns[f.name], f.type) for f in c.schema], schema=c.schema)
+
+
+def arrow_frame(pdf: pd.DataFrame, c, columns: Sequence[str] | None = None) -> pa.Table:
+    """pandas rows as Arrow with contract `c`'s types (naive timestamps are UTC)."""
+    t = pa.Table.from_pandas(pdf[list(columns or c.column_names)], preserve_index=False)
+    return pa.table([pc.cast(t.column(f), c.schema.field(f).type, safe=False) for f in t.column_names], names=t.column_names)
+
+
+def pandas_frame(t: pa.Table) -> pd.DataFrame:
+    """Arrow rows as pandas with naive-UTC timestamps (as Spark's applyInPandas hands them)."""
+    df = t.to_pandas()
+    for f in t.schema:
+        if pa.types.is_timestamp(f.type):
+            df[f.name] = pd.to_datetime(df[f.name], utc=True).dt.tz_localize(None)
+    return df
+
+
 # --- silver → gold: role intervals --------------------------------------------------------------------
 
-def _state_codes(pdf: pd.DataFrame) -> np.ndarray:
-    """1 = observed active, 0 = observed not active, -1 = no usable answer."""
-    active = pdf["active"]
-    codes = np.full(len(pdf), -1, dtype=np.int8)
-    known = active.notna().to_numpy()
-    codes[known] = np.where(active[known].astype(bool).to_numpy(), 1, 0)
-    return codes
+ROLE_INPUT = ("group_name", "instance", "kind", "ts", "active", "uptime_ms")
+
+
+def restart_segments(run: np.ndarray, jvm_start: np.ndarray) -> np.ndarray:
+    """Where intervals start among a run-sorted sequence of active observations (True = starts one).
+
+    Every run starts one, and so does every observation whose uptime-derived JVM start lies more
+    than RESTART_TOLERANCE_MS after its interval's reference, the first known JVM start in that
+    interval (a restart). Each round finds the first restart in every interval; the next round
+    measures from it. Rounds = most restarts inside one run, normally 0 or 1."""
+    m = len(run)
+    seg_start = np.ones(m, dtype=bool)
+    seg_start[1:] = run[1:] != run[:-1]
+    pos = np.arange(m)
+    known_at = np.where(np.isnan(jvm_start), m, pos)
+    while m:
+        starts = np.flatnonzero(seg_start)
+        seg = np.cumsum(seg_start) - 1
+        ref_at = np.minimum.reduceat(known_at, starts)
+        ref = np.where(ref_at < m, jvm_start[np.minimum(ref_at, m - 1)], np.nan)
+        with np.errstate(invalid="ignore"):
+            restarted = jvm_start - ref[seg] > RESTART_TOLERANCE_MS
+        first = np.minimum.reduceat(np.where(restarted, pos, m), starts)
+        first = first[first < m]
+        if not first.size:
+            break
+        seg_start[first] = True
+    return seg_start
+
+
+def intervals_from_sorted(t: pa.Table) -> pa.Table:
+    """Role intervals of every (group_name, instance) in `t` (ROLE_INPUT columns, rows sorted by
+    group_name, instance, ts). Semantics: lakehouse/tables.py ROLE_INTERVALS."""
+    n = t.num_rows
+    starts_key = key_starts(t, ["group_name", "instance"])
+    key = np.cumsum(starts_key) - 1
+    key_first = np.flatnonzero(starts_key)
+    key_last = np.append(key_first[1:], n) - 1
+    ts, _ = micros(t.column("ts"))
+    state = state_codes(t.column("active"))
+    uptime = pc.cast(t.column("uptime_ms"), pa.float64()).to_numpy(zero_copy_only=False)
+    jvm_start = (ts // 1000).astype(np.float64) - uptime  # ms; NaN where the uptime is unknown
+
+    active = np.flatnonzero(state == 1)
+    if not active.size:
+        return ROLE_INTERVALS.schema.empty_table()
+    run = np.cumsum(starts_key | (state == 0))[active]  # an inactive observation ends a run
+    seg_start = restart_segments(run, jvm_start[active])
+    first = np.flatnonzero(seg_start)
+    last = np.append(first[1:], active.size) - 1
+    p0, p1 = active[first], active[last]  # row positions of each interval's first/last active row
+    k = key[p0]
+    observations = last - first + 1
+
+    # bounds: the neighbouring rows; how each interval ended decides what the row after it means
+    has_prev = p0 > key_first[k]
+    prev = np.maximum(p0 - 1, 0)
+    nxt = p1 + 1
+    has_next = nxt <= key_last[k]
+    nxt = np.minimum(nxt, n - 1)
+    next_start = np.append(p0[1:], -1)
+    by_restart = np.append(run[first[1:]] == run[first[:-1]], False)
+    inactive_at = next_position(state == 0)[nxt]
+    by_inactive = has_next & ~by_restart & (inactive_at <= key_last[k])
+    end_upper_state = np.where(by_restart & (nxt == next_start), "restarted", STATE_LABELS[state[nxt] + 1])
+
+    group, instance = t.column("group_name").take(p0), t.column("instance").take(p0)
+    start_ts = ts[p0]
+    columns = {
+        "interval_id": pc.binary_join_element_wise(group, instance, pa.array(iso_times(start_ts), pa.string()), "/"),
+        "kind": t.column("kind").take(key_first[k]),
+        "group_name": group,
+        "instance": instance,
+        "start_ts": timestamps(start_ts),
+        "start_lower": timestamps(ts[prev], ~has_prev),
+        "start_lower_state": texts(STATE_LABELS[state[prev] + 1], ~has_prev),
+        "end_ts": timestamps(ts[p1]),
+        "end_upper": timestamps(ts[nxt], ~has_next),
+        "end_upper_state": texts(end_upper_state, ~has_next),
+        "first_inactive_after": timestamps(ts[np.minimum(inactive_at, n - 1)], ~by_inactive),
+        "is_open": pa.array((ts[p1] == ts[key_last[k]]) & (state[key_last[k]] == 1)),
+        "observations": pa.array(observations, pa.int64()),
+        "unanswered_inside": pa.array((p1 - p0 + 1) - observations, pa.int64()),
+    }
+    return contract_table(columns, ROLE_INTERVALS)
 
 
 def instance_intervals(pdf: pd.DataFrame) -> pd.DataFrame:
-    """Active intervals of ONE instance from its broker_state rows (any order)."""
-    pdf = pdf.sort_values("ts", kind="stable").reset_index(drop=True)
-    n = len(pdf)
-    if n == 0:
-        return typed_frame([], ROLE_INTERVALS)
-    ts = pd.to_datetime(pdf["ts"], utc=True).dt.tz_localize(None).to_numpy()  # naive UTC, ns
-    state = _state_codes(pdf)
-    uptime = pd.to_numeric(pdf.get("uptime_ms"), errors="coerce").to_numpy(dtype="float64")
-    ts_ms = ts.astype("datetime64[ms]").astype(np.int64).astype("float64")
-    jvm_start = ts_ms - uptime  # NaN where uptime unknown
-    kind, group, instance = pdf["kind"].iloc[0], pdf["group_name"].iloc[0], pdf["instance"].iloc[0]
-
-    def label(i: int) -> str:
-        return {1: "active", 0: "inactive", -1: "unanswered"}[int(state[i])]
-
-    out: list[dict] = []
-    cur: dict | None = None
-    last_active = -1
-    pending_unknown = 0
-
-    def close(upper_idx: int | None, upper_state: str | None, first_inactive: int | None) -> None:
-        assert cur is not None
-        cur["end_ts"] = ts[last_active]
-        cur["end_upper"] = ts[upper_idx] if upper_idx is not None else None
-        cur["end_upper_state"] = upper_state
-        cur["first_inactive_after"] = ts[first_inactive] if first_inactive is not None else None
-        out.append(cur)
-
-    for i in range(n):
-        s = state[i]
-        if s == 1:
-            if cur is not None:
-                restarted = (
-                    not np.isnan(jvm_start[i])
-                    and not np.isnan(cur["_jvm_start"])
-                    and jvm_start[i] - cur["_jvm_start"] > RESTART_TOLERANCE_MS
-                )
-                if restarted:
-                    nxt = last_active + 1
-                    close(nxt, "restarted" if nxt == i else label(nxt), None)
-                    cur = None
-            if cur is None:
-                prev = i - 1
-                cur = {
-                    "kind": kind,
-                    "group_name": group,
-                    "instance": instance,
-                    "start_ts": ts[i],
-                    "start_lower": ts[prev] if prev >= 0 else None,
-                    "start_lower_state": label(prev) if prev >= 0 else None,
-                    "observations": 0,
-                    "unanswered_inside": 0,
-                    "_jvm_start": jvm_start[i],
-                }
-            else:
-                cur["unanswered_inside"] += pending_unknown
-                if np.isnan(cur["_jvm_start"]):
-                    cur["_jvm_start"] = jvm_start[i]
-            cur["observations"] += 1
-            pending_unknown = 0
-            last_active = i
-        elif s == 0:
-            if cur is not None:
-                nxt = last_active + 1
-                close(nxt, label(nxt), i)
-                cur = None
-            pending_unknown = 0
-        else:
-            if cur is not None:
-                pending_unknown += 1
-    if cur is not None:
-        nxt = last_active + 1
-        close(nxt if nxt < n else None, label(nxt) if nxt < n else None, None)
-
-    for iv in out:
-        iv.pop("_jvm_start", None)
-        iv["is_open"] = bool(iv["end_ts"] == ts[-1] and state[-1] == 1)
-        iv["interval_id"] = f"{group}/{instance}/{pd.Timestamp(iv['start_ts']).isoformat()}"
-    return typed_frame(out, ROLE_INTERVALS)
+    """Active intervals of ONE instance from its broker_state rows (any order), as pandas."""
+    pdf = pdf.sort_values("ts", kind="stable")
+    return pandas_frame(intervals_from_sorted(arrow_frame(pdf, BROKER_STATE, ROLE_INPUT)))
 
 
 def role_intervals(broker_state: DataFrame) -> DataFrame:
-    cols = ["ts", "kind", "group_name", "instance", "active", "uptime_ms"]
-    return (
-        broker_state.select(*cols)
-        .groupBy("group_name", "instance")
-        .applyInPandas(instance_intervals, ROLE_INTERVALS.spark_schema())
-    )
+    return per_key(broker_state.select(*ROLE_INPUT), ["group_name", "instance"], ["ts"], intervals_from_sorted, ROLE_INTERVALS)
 
 
 # --- gold: failovers -----------------------------------------------------------------------------------
 
-def _secs(a, b) -> float | None:
-    if a is None or b is None or pd.isna(a) or pd.isna(b):
-        return None
-    return (pd.Timestamp(b) - pd.Timestamp(a)).total_seconds()
+
+def failovers_from_sorted(iv: pa.Table, keys: Sequence[str] = ()) -> pa.Table:
+    """Hand-overs of the active role inside every unit (`keys`; none: one unit) of role intervals
+    sorted by keys, start_ts, instance. Semantics: lakehouse/tables.py FAILOVER_EVENTS.
+
+    Each interval after a unit's first is compared with the earlier interval that ended last (the
+    first such on ties): still active together past its end = split brain, no event; same
+    instance = restart; back to where the previous failover came from = failback."""
+    n = iv.num_rows
+    unit_start = key_starts(iv, keys)
+    unit = np.cumsum(unit_start) - 1
+    unit_first = np.flatnonzero(unit_start)[unit] if n else np.zeros(0, dtype=np.int64)
+    start, _ = micros(iv.column("start_ts"))
+    end, _ = micros(iv.column("end_ts"))
+    inst = np.unique(iv.column("instance").to_numpy(zero_copy_only=False), return_inverse=True)[1] if n else np.zeros(0, np.int64)
+    is_open = iv.column("is_open").fill_null(False).to_numpy(zero_copy_only=False)
+
+    longest_so_far = pd.Series(end).groupby(unit).cummax().to_numpy()
+    new_longest = unit_start.copy()
+    new_longest[1:] |= end[1:] > longest_so_far[:-1]
+    ended_last = last_position(new_longest)  # per row: the interval up to it that ended last
+
+    cur = np.flatnonzero(~unit_start)
+    prev = ended_last[cur - 1]
+    overlap = end[prev] >= start[cur]
+    both_stay = overlap & (is_open[prev] | (end[prev] >= end[cur]))
+    cur, prev, overlap = cur[~both_stay], prev[~both_stay], overlap[~both_stay]
+
+    restart = inst[prev] == inst[cur]
+    move_from = np.full(n, -1)
+    move_from[cur[~restart]] = prev[~restart]  # by the row of the interval a move went to
+    prior = last_position(move_from >= 0)[cur - 1]  # the previous move (-1 or before the unit: none)
+    prior = np.where(prior >= unit_first[cur], prior, -1)
+    failback = ~restart & (prior >= 0) & (inst[move_from[prior]] == inst[cur]) & (inst[prior] == inst[prev])
+    event_type = np.where(restart, "restart", np.where(failback, "failback", "failover"))
+
+    def ts_col(name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        us, null = micros(iv.column(name))
+        return us[rows], null[rows]
+
+    def state_is(name: str, rows: np.ndarray, value: str) -> np.ndarray:
+        return pc.equal(iv.column(name), value).fill_null(False).to_numpy(zero_copy_only=False)[rows]
+
+    old_unanswered, no_old_unanswered = ts_col("end_upper", prev)
+    no_old_unanswered |= ~state_is("end_upper_state", prev, "unanswered")
+    new_inactive, no_new_inactive = ts_col("start_lower", cur)
+    no_new_inactive |= ~state_is("start_lower_state", cur, "inactive")
+    old_inactive, no_old_inactive = ts_col("first_inactive_after", prev)
+    outage = ~overlap
+    no_lower = ~outage | no_new_inactive | no_old_inactive | (old_inactive > new_inactive)
+
+    group = iv.column("group_name").take(cur)
+    columns = {
+        "event_id": pc.binary_join_element_wise(group, iv.column("interval_id").take(cur), "/"),
+        "kind": iv.column("kind").take(cur),
+        "group_name": group,
+        "event_type": pa.array(event_type, pa.string()),
+        "from_instance": iv.column("instance").take(prev),
+        "to_instance": iv.column("instance").take(cur),
+        "old_last_active": timestamps(end[prev]),
+        "old_first_unanswered": timestamps(old_unanswered, no_old_unanswered),
+        "old_first_inactive": timestamps(old_inactive, no_old_inactive),
+        "new_last_inactive": timestamps(new_inactive, no_new_inactive),
+        "new_first_active": timestamps(start[cur]),
+        "outage_start": timestamps(end[prev], ~outage),
+        "outage_end": timestamps(start[cur], ~outage),
+        "outage_upper_s": pa.array(seconds(start[cur] - end[prev]), pa.float64(), mask=~outage),
+        "outage_lower_s": pa.array(seconds(new_inactive - old_inactive), pa.float64(), mask=no_lower),
+        "detection_s": pa.array(seconds(start[cur] - old_unanswered), pa.float64(), mask=no_old_unanswered),
+        "overlap": pa.array(overlap, pa.bool_()),
+    }
+    return contract_table(columns, FAILOVER_EVENTS)
 
 
 def group_failovers(iv: pd.DataFrame) -> pd.DataFrame:
-    """Hand-overs of the active role inside ONE group, from its role intervals."""
-    iv = iv.sort_values(["start_ts", "instance"], kind="stable").reset_index(drop=True)
-    events: list[dict] = []
-    last_move: tuple[str, str] | None = None  # (from, to) of the previous failover
-    for k in range(1, len(iv)):
-        cur = iv.iloc[k]
-        earlier = iv.iloc[:k]
-        prev = earlier.loc[earlier["end_ts"].idxmax()]
-        overlap = bool(prev["end_ts"] >= cur["start_ts"])
-        if overlap and (bool(prev["is_open"]) or prev["end_ts"] >= cur["end_ts"]):
-            continue  # both stay active: a split brain, not a hand-over
-        if prev["instance"] == cur["instance"]:
-            etype = "restart"
-        elif last_move == (cur["instance"], prev["instance"]):
-            etype = "failback"
-        else:
-            etype = "failover"
-        others = iv[(iv.index != k) & (iv["interval_id"] != prev["interval_id"])]
-        covered = bool(((others["start_ts"] < cur["start_ts"]) & (others["end_ts"] > prev["end_ts"])).any())
-        outage = not overlap and not covered
-        old_unanswered = prev["end_upper"] if prev["end_upper_state"] == "unanswered" else None
-        new_inactive = cur["start_lower"] if cur["start_lower_state"] == "inactive" else None
-        old_inactive = prev["first_inactive_after"]
-        lower = None
-        if outage and new_inactive is not None and old_inactive is not None and not pd.isna(old_inactive):
-            if old_inactive <= new_inactive:
-                lower = _secs(old_inactive, new_inactive)
-        events.append(
-            {
-                "event_id": f"{cur['group_name']}/{cur['interval_id']}",
-                "kind": cur["kind"],
-                "group_name": cur["group_name"],
-                "event_type": etype,
-                "from_instance": prev["instance"],
-                "to_instance": cur["instance"],
-                "old_last_active": prev["end_ts"],
-                "old_first_unanswered": old_unanswered,
-                "old_first_inactive": old_inactive,
-                "new_last_inactive": new_inactive,
-                "new_first_active": cur["start_ts"],
-                "outage_start": prev["end_ts"] if outage else None,
-                "outage_end": cur["start_ts"] if outage else None,
-                "outage_upper_s": _secs(prev["end_ts"], cur["start_ts"]) if outage else None,
-                "outage_lower_s": lower,
-                "detection_s": _secs(old_unanswered, cur["start_ts"]) if old_unanswered is not None else None,
-                "overlap": overlap,
-            }
-        )
-        if etype != "restart":
-            last_move = (prev["instance"], cur["instance"])
-    return typed_frame(events, FAILOVER_EVENTS)
+    """Hand-overs of the active role inside ONE group, from its role intervals (pandas)."""
+    iv = iv.sort_values(["start_ts", "instance"], kind="stable")
+    return pandas_frame(failovers_from_sorted(arrow_frame(iv, ROLE_INTERVALS)))
 
 
 def failover_events(intervals: DataFrame, nonexclusive: list[str] | None = None) -> DataFrame:
     """Hand-overs per group; for kinds without exclusive roles, per member (outage → `restart`)."""
     nonexclusive = nonexclusive_kinds() if nonexclusive is None else nonexclusive
     unit = F.when(F.col("kind").isin(nonexclusive), F.col("instance")).otherwise(F.lit(""))
-    return (
-        intervals.withColumn("_unit", unit)
-        .groupBy("group_name", "_unit")
-        .applyInPandas(group_failovers, FAILOVER_EVENTS.spark_schema())
-    )
+    keys = ["group_name", "_unit"]
+    return per_key(intervals.withColumn("_unit", unit), keys, ["start_ts", "instance"],
+                   lambda t: failovers_from_sorted(t, keys), FAILOVER_EVENTS)
 
 
 # --- gold: split brain ------------------------------------------------------------------------------
 
 
-def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclusive: list[str] | None = None) -> DataFrame:
-    """Overlapping active intervals of two instances of one group, with certainty and traffic.
-
-    Traffic = counter growth on each side's *active* observations inside the possible window
-    (not what a passive instance loaded from the journal before it took over)."""
+def overlapping_pairs(intervals: DataFrame, nonexclusive: list[str] | None = None) -> DataFrame:
+    """Pairs of active intervals of two instances of one group that overlap, with their windows."""
     nonexclusive = nonexclusive_kinds() if nonexclusive is None else nonexclusive
     intervals = intervals.where(~F.col("kind").isin(nonexclusive))
     a, b = intervals.alias("a"), intervals.alias("b")
@@ -353,35 +488,48 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclus
         F.greatest(F.coalesce("a.start_lower", "a.start_ts"), F.coalesce("b.start_lower", "b.start_ts")).alias("possible_start"),
         F.least(F.coalesce("a.end_upper", "a.end_ts"), F.coalesce("b.end_upper", "b.end_ts")).alias("possible_end"),
     )
-    pairs = pairs.withColumn(
+    return pairs.withColumn(
         "window_id",
         F.substring(
             F.sha2(F.concat_ws("/", "group_name", "instance_a", "instance_b", F.col("certain_start").cast("string")), 256), 1, 32
         ),
     )
-    bs = broker_state.select("group_name", "instance", "ts", "reachable", "active", "total_enqueued").alias("s")
-    p = pairs.alias("p")
-    joined = p.join(
-        bs,
-        (F.col("s.group_name") == F.col("p.group_name"))
-        & ((F.col("s.instance") == F.col("p.instance_a")) | (F.col("s.instance") == F.col("p.instance_b")))
-        & (F.col("s.ts") >= F.col("p.possible_start"))
-        & (F.col("s.ts") <= F.col("p.possible_end")),
-    )
-    side_a = F.col("s.instance") == F.col("p.instance_a")
-    active = F.coalesce(F.col("s.active"), F.lit(False))
-    in_certain = (F.col("s.ts") >= F.col("p.certain_start")) & (F.col("s.ts") <= F.col("p.certain_end"))
+
+
+def window_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
+    """Per window: unanswered scrapes of either side inside the certain window, and the counter
+    growth on each side's *active* observations inside the possible window.
+
+    Each window is split into its two sides so the join with broker_state is an equi-join on
+    (group, instance) — a broadcast hash join of a few windows against a single pass over the
+    observations — and only the time range is checked per row."""
+    window = ["window_id", "group_name", "certain_start", "certain_end", "possible_start", "possible_end"]
+    sides = pairs.select(*window, F.col("instance_a").alias("instance"), F.lit(True).alias("side_a")).unionByName(
+        pairs.select(*window, F.col("instance_b").alias("instance"), F.lit(False).alias("side_a")))
+    rows = broker_state.select("group_name", "instance", "ts", "reachable", "active", "total_enqueued")
+    joined = rows.join(F.broadcast(sides), ["group_name", "instance"]).where(
+        F.col("ts").between(F.col("possible_start"), F.col("possible_end")))
+    in_certain = F.col("ts").between(F.col("certain_start"), F.col("certain_end"))
+    active = F.coalesce(F.col("active"), F.lit(False))
 
     def growth(side):
-        counter = F.when(side & active, F.col("s.total_enqueued"))
-        return F.max(counter) - F.min(counter)
+        counter = F.when(side & active, F.col("total_enqueued"))
+        return (F.max(counter) - F.min(counter)).cast("long")
 
-    stats = joined.groupBy("p.window_id").agg(
-        F.sum(F.when(in_certain & ~F.col("s.reachable"), 1).otherwise(0)).alias("unanswered"),
-        growth(side_a).alias("enqueued_a"),
-        growth(~side_a).alias("enqueued_b"),
+    return joined.groupBy("window_id").agg(
+        F.sum(F.when(in_certain & ~F.col("reachable"), 1).otherwise(0)).alias("unanswered"),
+        growth(F.col("side_a")).alias("enqueued_a"),
+        growth(~F.col("side_a")).alias("enqueued_b"),
     )
-    out = pairs.join(stats, "window_id", "left").select(
+
+
+def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclusive: list[str] | None = None) -> DataFrame:
+    """Overlapping active intervals of two instances of one group, with certainty and traffic.
+
+    Traffic = counter growth on each side's *active* observations inside the possible window
+    (not what a passive instance loaded from the journal before it took over)."""
+    pairs = overlapping_pairs(intervals, nonexclusive)
+    return pairs.join(window_traffic(pairs, broker_state), "window_id", "left").select(
         "window_id",
         "kind",
         "group_name",
@@ -393,10 +541,9 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclus
         "possible_end",
         F.when(F.coalesce(F.col("unanswered"), F.lit(0)) > 0, "possible").otherwise("certain").alias("certainty"),
         ((F.unix_micros("certain_end") - F.unix_micros("certain_start")) / 1e6).alias("duration_s"),
-        F.col("enqueued_a").cast("long").alias("enqueued_a"),
-        F.col("enqueued_b").cast("long").alias("enqueued_b"),
+        "enqueued_a",
+        "enqueued_b",
     )
-    return out
 
 
 # --- the runner ------------------------------------------------------------------------------------------

@@ -1,0 +1,259 @@
+"""GC log parse throughput on one core: our parser vs jvmind-ce vs plain line iteration.
+
+    python bench/bench_gc_parser.py [--mb 50] [--repeat 3] [--only NAME[,NAME]] [--cpu N] [--keep DIR]
+    python bench/bench_gc_parser.py --quick          # 5 MB per log, one round: a smoke run
+
+Needs the corpus (``<root>/shared/corpus/gc`` beside the checkout, or ``$BROKERSCOPE_SHARED``)
+and ``pip install jvmind-ce`` (without it the jvmind-ce column says "not installed").
+
+Data: each benchmark log is ONE real corpus file repeated back to back (the last copy cut at
+the first line boundary past ``--mb``; ``.zip``/``.gz`` sources are decompressed first) into a
+plain-text file in a temp dir, so every tool reads the same bytes from the same file.  A copy
+boundary is just a restarted JVM log to the parsers (time stamps jump back, GC ids restart).
+
+    unified-g1        local-jdk17/g1_time-uptime-level-tags.log      JDK 17, -Xlog:gc*,safepoint,
+                      decorators time,uptime,level,tags (info level, ~110 B/line)
+    unified-g1-trace  gctoolkit/unified/g1gc/jdk11_details.log.zip    JDK 11, gc* at trace level,
+                      uptime,level,tags (mostly phase/worker detail lines)
+    legacy-cms        gctoolkit/preunified/cms/defnew/details/defnew.log   JDK 7/8 DefNew+CMS,
+                      PrintGCDateStamps/TimeStamps/Details: one complete record per line (the
+                      densest format: every line is an event)
+    legacy-cms-parnew gctoolkit/preunified/cms/parnew/details/tenuring/gc.log   ParNew+CMS with
+                      PrintTenuringDistribution (records span lines) and concurrent phases
+    legacy-g1         gctoolkit/preunified/g1gc/details/tenuring/server1-gc.log  JDK 7/8 G1,
+                      PrintGCDetails (+ per-phase detail lines) and tenuring distribution
+    legacy-g1-stopped gctoolkit/preunified/g1gc/details/solaris/rightmove_parse_errors.log  JDK 8
+                      G1 with datestamps and PrintGCApplicationStoppedTime
+
+What is timed (wall clock, process pinned to one CPU with ``os.sched_setaffinity``; the best of
+``--repeat`` rounds for plain iteration and our parser, which alternate; jvmind-ce runs once
+per log unless ``--jvmind-repeat``):
+
+    plain     ``for line in open(path, encoding="utf-8", errors="replace"): pass`` -- the ceiling
+    ours      ``for ev in iter_events(open_log(path), parser=GcLogParser()): n += 1`` -- the
+              streaming parser, complete: every line classified and counted, GcEvent objects
+              built (time stamps, sizes, flags)
+    jvmind    ``text = open(path, "rb").read().decode("utf-8", "replace");
+              react_agent.gc_analyzer.parse_gc_log(text)`` -- what jvmind-ce's own upload route
+              does before ``compute_stats`` (its ``analyze()`` = ``parse_gc_log`` +
+              ``compute_stats``; we time only the parse, which favours it)
+
+MB = 10**6 bytes of the file; lines/s counts the file's lines for every tool.  "events" are each
+tool's own: ours counts every GcEvent (pauses, concurrent phases and cycles, safepoints), jvmind
+its ``events`` list -- a tool that finds far fewer events than the log has is flagged, as its
+speed then says little.  Targets (issue P3): ours >= 10x jvmind-ce and >= 25 % of plain
+iteration, per format, from the same run.
+
+The machine may be shared and noisy: compare the ratios printed by one run, not MB/s across runs.
+Runtime with the defaults: about 3-5 minutes (mostly jvmind-ce).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc as _gc
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from collectors.gc import GcLogParser, iter_events, open_log  # noqa: E402
+
+DATASETS = [
+    ("unified-g1", "unified G1 (JDK 17)", "local-jdk17/g1_time-uptime-level-tags.log"),
+    ("unified-g1-trace", "unified G1 trace (JDK 11)", "gctoolkit/unified/g1gc/jdk11_details.log.zip"),
+    ("legacy-cms", "legacy CMS/DefNew (1 rec/line)", "gctoolkit/preunified/cms/defnew/details/defnew.log"),
+    ("legacy-cms-parnew", "legacy CMS/ParNew + tenuring", "gctoolkit/preunified/cms/parnew/details/tenuring/gc.log"),
+    ("legacy-g1", "legacy G1 details + tenuring", "gctoolkit/preunified/g1gc/details/tenuring/server1-gc.log"),
+    ("legacy-g1-stopped", "legacy G1 + stopped time", "gctoolkit/preunified/g1gc/details/solaris/rightmove_parse_errors.log"),
+]
+
+
+def locate_corpus() -> str:
+    cands = [os.path.join(os.path.dirname(ROOT), "shared", "corpus", "gc")]
+    env = os.environ.get("BROKERSCOPE_SHARED")
+    if env:
+        cands += [os.path.join(env, "corpus", "gc"), env]
+    for c in cands:
+        if os.path.isfile(os.path.join(c, "MANIFEST.tsv")):
+            return c
+    sys.exit("GC corpus not found (<root>/shared/corpus/gc or $BROKERSCOPE_SHARED)")
+
+
+def build(src: str, dst: str, target_bytes: int) -> tuple[int, int]:
+    """Write ``src`` (decompressed) repeatedly to ``dst`` until >= target_bytes, cut at a line
+    boundary; returns (copies started, bytes)."""
+    with open_log(src) as fh:
+        data = fh.read().encode("utf-8")
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    written = copies = 0
+    with open(dst, "wb") as out:
+        while written < target_bytes:
+            need = target_bytes - written
+            if len(data) <= need:
+                chunk = data
+            else:
+                cut = data.find(b"\n", need - 1)
+                chunk = data[: cut + 1] if cut >= 0 else data
+            out.write(chunk)
+            written += len(chunk)
+            copies += 1
+    return copies, written
+
+
+def time_plain(path: str) -> float:
+    t = time.perf_counter()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for _line in f:
+            pass
+    return time.perf_counter() - t
+
+
+def time_ours(path: str):
+    t = time.perf_counter()
+    p = GcLogParser()
+    n = 0
+    with open_log(path) as fh:
+        for _ev in iter_events(fh, parser=p):
+            n += 1
+    return time.perf_counter() - t, n, p.stats
+
+
+def load_jvmind():
+    try:
+        from react_agent.gc_analyzer import parse_gc_log  # jvmind-ce
+    except Exception as exc:  # noqa: BLE001 - report any import failure
+        return None, f"not installed ({type(exc).__name__}: {exc})"
+    try:
+        from importlib.metadata import version
+
+        ver = version("jvmind-ce")
+    except Exception:  # noqa: BLE001
+        ver = "?"
+    return parse_gc_log, ver
+
+
+def time_jvmind(parse_gc_log, path: str):
+    t = time.perf_counter()
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8", errors="replace")
+    res = parse_gc_log(text)
+    dt = time.perf_counter() - t
+    return dt, len(res.get("events") or []), res
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=float, default=50.0, help="size of each benchmark log in MB (10**6 B)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of plain/ours (best taken)")
+    ap.add_argument("--jvmind-repeat", type=int, default=1, help="rounds of jvmind-ce (best taken)")
+    ap.add_argument("--only", default="", help="comma-separated dataset names")
+    ap.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default: the last one allowed)")
+    ap.add_argument("--keep", default=None, help="build the logs in this dir and keep them")
+    ap.add_argument("--quick", action="store_true", help="5 MB logs, one round (smoke run)")
+    args = ap.parse_args()
+    if args.quick:
+        args.mb, args.repeat = 5.0, 1
+
+    allowed = sorted(os.sched_getaffinity(0))
+    cpu = args.cpu if args.cpu is not None else allowed[-1]
+    os.sched_setaffinity(0, {cpu})
+    corpus = locate_corpus()
+    parse_gc_log, jv_ver = load_jvmind()
+    only = {s for s in args.only.split(",") if s}
+    sets = [d for d in DATASETS if not only or d[0] in only]
+
+    print(f"# bench_gc_parser  {_dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    print(f"# machine: nproc={os.cpu_count()} cpu='{cpu_model()}' pinned to CPU {cpu}; "
+          f"Python {platform.python_version()}; jvmind-ce {jv_ver}; loadavg {os.getloadavg()[0]:.1f}")
+    print(f"# command: python bench/bench_gc_parser.py {' '.join(sys.argv[1:])}".rstrip())
+    workdir = args.keep or tempfile.mkdtemp(prefix="bench-gc-")
+    os.makedirs(workdir, exist_ok=True)
+    rows = []
+    t_start = time.perf_counter()
+    try:
+        for name, label, rel in sets:
+            src = os.path.join(corpus, rel)
+            dst = os.path.join(workdir, name + ".log")
+            copies, size = build(src, dst, int(args.mb * 1e6))
+            mb = size / 1e6
+            print(f"\n## {name}: {label}\n   source {rel} x{copies} copies -> {mb:.1f} MB", flush=True)
+            best_plain = best_ours = float("inf")
+            n_ours = stats = None
+            for _ in range(args.repeat):
+                _gc.collect()
+                best_plain = min(best_plain, time_plain(dst))
+                _gc.collect()
+                dt, n_ours, stats = time_ours(dst)
+                best_ours = min(best_ours, dt)
+            lines = stats.lines_total
+            jv = None
+            if parse_gc_log is not None:
+                best_jv = float("inf")
+                for _ in range(args.jvmind_repeat):
+                    _gc.collect()
+                    try:
+                        dt, n_jv, res = time_jvmind(parse_gc_log, dst)
+                    except Exception as exc:  # noqa: BLE001 - a tool that cannot parse: say so
+                        jv = ("error", f"{type(exc).__name__}: {exc}")
+                        break
+                    best_jv = min(best_jv, dt)
+                    jv = (best_jv, n_jv, res.get("collector"))
+                    del res
+            print(f"   {'tool':8s} {'MB/s':>9s} {'lines/s':>11s} {'events':>9s}")
+            print(f"   {'plain':8s} {mb / best_plain:9.1f} {lines / best_plain:11,.0f} {'-':>9s}")
+            print(f"   {'ours':8s} {mb / best_ours:9.2f} {lines / best_ours:11,.0f} {n_ours:9,d}"
+                  f"   coverage {stats.coverage:.2%}")
+            row = {"name": name, "mb": mb, "plain": mb / best_plain, "ours": mb / best_ours}
+            if jv is None:
+                print(f"   {'jvmind':8s} {'n/a':>9s}   {jv_ver}")
+            elif jv[0] == "error":
+                print(f"   {'jvmind':8s} cannot parse: {jv[1]}")
+            else:
+                note = ""
+                if jv[1] < 0.5 * n_ours:
+                    note = f"   <- finds {jv[1] / max(n_ours, 1):.0%} of our events (collector {jv[2]!r})"
+                print(f"   {'jvmind':8s} {mb / jv[0]:9.2f} {lines / jv[0]:11,.0f} {jv[1]:9,d}{note}")
+                row["jvmind"] = mb / jv[0]
+                row["jv_note"] = bool(note)
+            ratio_jv = row["ours"] / row["jvmind"] if "jvmind" in row else None
+            ratio_plain = row["ours"] / row["plain"]
+            print(f"   ours / jvmind-ce = {ratio_jv:.1f}x (target >= 10x)" if ratio_jv else "   ours / jvmind-ce = n/a")
+            print(f"   ours / plain     = {ratio_plain:.1%} (target >= 25 %)", flush=True)
+            row["r_jv"], row["r_plain"] = ratio_jv, ratio_plain
+            rows.append(row)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print("\n## summary (MB/s; ratios from this run)")
+    print(f"   {'log':18s} {'plain':>8s} {'ours':>8s} {'jvmind':>8s} {'ours/jv':>8s} {'ours/plain':>10s}")
+    for r in rows:
+        jvs = f"{r['jvmind']:8.2f}" if "jvmind" in r else f"{'n/a':>8s}"
+        rj = f"{r['r_jv']:7.1f}x" if r["r_jv"] else f"{'n/a':>8s}"
+        flag = "*" if r.get("jv_note") else " "
+        print(f"   {r['name']:18s} {r['plain']:8.1f} {r['ours']:8.2f} {jvs} {rj}{flag} {r['r_plain']:9.1%}")
+    if any(r.get("jv_note") for r in rows):
+        print("   * jvmind-ce finds less than half of the events there (see above)")
+    print(f"# total {time.perf_counter() - t_start:.0f} s; loadavg {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,567 @@
+"""Replication lag: silver replication_stats + broker_state + collector_health → gold replication_lag,
+replication_findings.
+
+Thresholds: the config's `analysis.lag` section (defaults in brokerscope/config.py).
+
+**Kafka cluster health** (flow `isr`, one row per broker scrape). The brokers of a group are aligned
+into scrape rounds: the collector scrapes every target once per interval, spread over it, so the
+grid of the interval (estimated as the median gap between a broker's scrapes) with its boundaries
+in the widest gap between the brokers' phases puts one scrape of each broker in each round. Per
+round: controllers = Σ ActiveControllerCount, under-replicated = Σ UnderReplicatedPartitions (each
+partition is counted by its leader only), under-min-ISR = Σ, offline = max OfflinePartitionsCount
+(the controller's), follower lag = max ReplicaFetcherManager MaxLag. Runs of rounds give
+`no-controller` (Σ = 0), `multiple-controllers` (Σ ≥ 2), `under-replicated`, `under-min-isr`,
+`offline-partitions` (> 0) and `follower-lag` (> `follower_lag_messages`, default 1000). A broker
+that did not answer in a round is unknown: a count over the others is a lower bound, so
+`no-controller` is only `certain` when every broker answered; controller findings of a single
+round are `possible` (a controller moving between two brokers' scrapes of one round looks like 0
+or 2). Controller rules need the cluster declared as one group (an undeclared broker is its own
+group and says nothing about the others).
+
+**Cross-cluster and consumer lag** (flows `replicator`, `mirrormaker2`, `mirrormaker2-checkpoint`,
+`consumer`, one row per topic-partition and scrape). What the collected facts support:
+- Replicator reports lag in messages and throughput, no offsets. The replicated position is derived
+  by integrating throughput over time, the source log end as position + lag; these (log end, time)
+  points are Kafka Lag Exporter's lookup table. The consumer application (`records-lag`) reports
+  lag only; MirrorMaker 2 reports no lag in messages at all (KIP-971 never merged), only latency.
+- `lag_s`, KLE's method made safe. Points with non-increasing time are dropped; a log end that goes
+  back (counter reset, restart) starts a new table; runs of an equal log end keep their first and
+  latest point (idle topics do not flush history); at most `lookup_points` (60) are kept. For
+  position o at time t: o ≥ newest log end → 0 (`caught-up`); fewer than 2 points → null
+  (`insufficient-data`, where KLE says NaN); bracketed by two points → linear interpolation
+  (`interpolated`); older than the oldest point → the lag is certainly ≥ t − t_oldest, and
+  extrapolating along oldest→newest is accepted only up to `max_extrapolation` × the table's own
+  span beyond that (`extrapolated`); farther, or on a quiet topic (no slope: KLE's division gives
+  "astronomical" values), the certain lower bound t − t_oldest is reported (`lower-bound`). Flows
+  without positions: `no-positions` (consumer), or the flow's own latency (`reported-latency`, MM2).
+- `status`: Burrow's partition rules in ANCHORS §1.3's order over the last `window` (10)
+  observations ("commits"), evaluated at every scrape of the reporting instance ("broker ticks"),
+  now = that scrape: 1 complete = observations/window < `min_complete` → OK; 2 current lag ≤
+  `allowed_lag` → OK; 3 STOP: now − last > last − first and not recently caught up (a window log
+  end ≤ the last position; lag-only: a window lag ≤ allowed) — a partition that stops being reported
+  while its instance is scraped; 4 REWIND: a position below its predecessor never climbed back; 5
+  only if lag > allowed at every observation: STALL (all positions equal), else WARN (lag never
+  decreased); 6 OK. Positions exist only as derived ones (Replicator): they never go back, so
+  REWIND cannot show there, and STALL means throughput 0 throughout. Lag-only flows (consumer)
+  cannot be judged for REWIND/STALL (`status_basis`).
+- Findings: `replication-lag` (lag_s > `lag_threshold`, default 60 s; possible where extrapolated)
+  and `consumer-warn|stop|stall|rewind` (runs of that status).
+
+**Artemis replica sync** (flow `artemis-replica`, one row per live scrape): `replica-sync-gap` when
+`in_sync` stays false for at least `replica_sync_grace` (60 s) over two or more observations —
+ReplicaSync reads false during every failover and initial sync by design, so never from one sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse.jobs.runs import contract_frame, count_between, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
+from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG
+
+SERIES_KEY = ["instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"]
+LAG_FLOWS = ("replicator", "mirrormaker2", "mirrormaker2-checkpoint", "consumer")
+EXPIRE_S = 7 * 24 * 3600  # stop evaluating a partition this long after it was last reported (Burrow expire-group)
+OK, WARN, STOP, STALL, REWIND = "OK", "WARN", "STOP", "STALL", "REWIND"
+
+
+# --- lag in time --------------------------------------------------------------------------------
+
+
+def derived_positions(ts_s: np.ndarray, throughput: np.ndarray) -> np.ndarray:
+    """Replicated position from a rate reported at each observation (the rate over the interval
+    that ends there): Σ rate_i × (t_i − t_(i−1)), 0 at the first observation."""
+    dt = np.diff(ts_s, prepend=ts_s[:1])
+    return np.cumsum(np.nan_to_num(throughput) * dt)
+
+
+class LookupTable:
+    """Kafka Lag Exporter's table of (time, log end) points, with its rules (module doc)."""
+
+    def __init__(self, max_points: int):
+        self.max_points = max_points
+        self.t: list[float] = []
+        self.p: list[float] = []
+
+    def add(self, t: float, p: float) -> None:
+        if np.isnan(p) or (self.t and t <= self.t[-1]):
+            return
+        if self.p and p < self.p[-1]:  # a log end never goes back: a reset starts over
+            self.t, self.p = [], []
+        if len(self.p) >= 2 and self.p[-1] == self.p[-2] == p:  # flat run: keep first and latest
+            self.t[-1] = t
+            return
+        self.t.append(t)
+        self.p.append(p)
+        if len(self.t) > self.max_points:
+            del self.t[0], self.p[0]
+
+
+def time_behind(table: LookupTable, position: float, now: float, max_extrapolation: float) -> tuple[float, str]:
+    """(lag in seconds, method) of `position` at `now` from the table (module doc: never NaN as a
+    value — null with `insufficient-data` — and never beyond what the points support)."""
+    T, P = np.asarray(table.t), np.asarray(table.p)
+    if len(P) and position >= P[-1]:
+        return 0.0, "caught-up"
+    if len(P) < 2:
+        return np.nan, "insufficient-data"
+    if position >= P[0]:
+        k = int(np.searchsorted(P, position, side="right"))  # P[k-1] ≤ position < P[k]
+        at = T[k - 1] + (position - P[k - 1]) / (P[k] - P[k - 1]) * (T[k] - T[k - 1])
+        return now - at, "interpolated"
+    at_least = now - T[0]  # the log end had passed `position` before the oldest point
+    span = T[-1] - T[0]
+    slope = (P[-1] - P[0]) / span
+    if slope > 0:
+        estimate = now - (T[0] - (P[0] - position) / slope)
+        if estimate <= at_least + max_extrapolation * span:
+            return estimate, "extrapolated"
+    return at_least, "lower-bound"
+
+
+def lag_seconds(ts_s: np.ndarray, log_end: np.ndarray, position: np.ndarray, *, max_points: int,
+                max_extrapolation: float) -> tuple[np.ndarray, np.ndarray]:
+    """lag_s and method at each observation of one series (sorted by time)."""
+    table = LookupTable(max_points)
+    out_s, out_m = np.full(len(ts_s), np.nan), np.empty(len(ts_s), dtype=object)
+    for i, (t, p, o) in enumerate(zip(ts_s, log_end, position)):
+        table.add(t, p)
+        out_s[i], out_m[i] = time_behind(table, o, t, max_extrapolation)
+    return out_s, out_m
+
+
+# --- Burrow status -----------------------------------------------------------------------------------
+
+
+def trailing_windows(x: np.ndarray, window: int) -> np.ndarray:
+    """Row j: the `window` values ending at j; slots before the first value are NaN (Burrow's
+    empty ring slots)."""
+    return sliding_window_view(np.concatenate((np.full(window - 1, np.nan), x)), window)
+
+
+def rewinds(offsets: np.ndarray) -> np.ndarray:
+    """Per window row: a position below its predecessor that later positions never climbed back to."""
+    later_max = np.maximum.accumulate(np.nan_to_num(offsets, nan=-np.inf)[:, ::-1], axis=1)[:, ::-1]
+    prev = offsets[:, :-1]
+    return ((offsets[:, 1:] < prev) & (later_max[:, 1:] < prev)).any(axis=1)
+
+
+def burrow_statuses(commit_ts: np.ndarray, offsets: np.ndarray, lags: np.ndarray, log_ends: np.ndarray, now: np.ndarray,
+                    last: np.ndarray, *, window: int, min_complete: float, allowed_lag: float) -> np.ndarray:
+    """Burrow's partition status (rules in ANCHORS §1.3's order, module doc) at each evaluation time
+    `now[k]`, over the `window` observations ending at observation `last[k]` (−1: none yet).
+    Observations are commits: time, position, lag and log end; all-NaN positions = lag-only."""
+    out = np.full(len(now), OK, dtype=object)
+    if not len(commit_ts):
+        return out
+    T, O, L, E = (trailing_windows(x, window) for x in (commit_ts, offsets, lags, log_ends))
+    has_offsets = not np.isnan(offsets).any()
+    with np.errstate(invalid="ignore"):
+        caught_up = ((E <= offsets[:, None]) if has_offsets else (L <= allowed_lag)).any(axis=1)
+        lag_throughout = (np.isnan(L) | (L > allowed_lag)).all(axis=1)
+        decreased = (np.diff(L, axis=1) < 0).any(axis=1)
+        stalled = (np.nanmax(O, axis=1) == np.nanmin(O, axis=1)) if has_offsets else np.zeros(len(O), bool)
+        rewound = rewinds(O) if has_offsets else np.zeros(len(O), bool)
+    j = np.maximum(last, 0)
+    complete = (~np.isnan(T)).sum(axis=1)[j] / window
+    judged = (last >= 0) & (complete >= min_complete) & (lags[j] > allowed_lag)  # 1, 2
+    first_ts = np.nanmin(T, axis=1)[j]
+    stop = judged & (now - commit_ts[j] > commit_ts[j] - first_ts) & ~caught_up[j]  # 3
+    rewind = judged & ~stop & rewound[j]  # 4
+    gate = judged & ~stop & ~rewind & lag_throughout[j]  # 5: lag at every observation
+    stall = gate & stalled[j]
+    warn = gate & ~stall & ~decreased[j]
+    out[stop], out[rewind], out[stall], out[warn] = STOP, REWIND, STALL, WARN
+    return out
+
+
+# --- per series --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LagRules:
+    """The `analysis.lag` knobs the per-series evaluation needs (defaults: brokerscope/config.py)."""
+
+    window: int
+    min_complete: float
+    allowed_lag: float
+    lookup_points: int
+    max_extrapolation: float
+
+    @classmethod
+    def of(cls, settings) -> "LagRules":
+        return cls(**{k: getattr(settings, k) for k in cls.__dataclass_fields__})
+
+
+def _num(values) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
+
+
+def series_lag(obs: pd.DataFrame, ticks_ns: np.ndarray, rules: LagRules) -> pd.DataFrame:
+    """replication_lag rows of ONE topic-partition series: its observations (any order) evaluated at
+    every scrape of its instance (`ticks_ns`) from its first observation until it expires."""
+    obs = obs.sort_values("ts", kind="stable").reset_index(drop=True)
+    ts_ns = utc_ns(obs["ts"])
+    ts_s = ts_ns.astype("int64") / 1e9
+    lag, throughput, latency = _num(obs["lag_messages"]), _num(obs["throughput_per_s"]), _num(obs["latency_ms"])
+    commit = ~np.isnan(lag)
+    if commit.any() and not np.isnan(throughput[commit]).any():
+        basis, position = "derived-offsets", np.where(commit, derived_positions(ts_s, throughput), np.nan)
+    else:
+        basis, position = ("lag-only" if commit.any() else "none"), np.full(len(obs), np.nan)
+    log_end = position + lag
+    if basis == "derived-offsets":
+        lag_s, method = lag_seconds(ts_s, log_end, position, max_points=rules.lookup_points, max_extrapolation=rules.max_extrapolation)
+    elif basis == "lag-only":
+        lag_s, method = np.full(len(obs), np.nan), np.full(len(obs), "no-positions", dtype=object)
+    else:
+        lag_s = latency / 1000.0
+        method = np.where(np.isnan(lag_s), "insufficient-data", "reported-latency").astype(object)
+
+    ticks = np.union1d(ticks_ns[(ticks_ns >= ts_ns[0]) & (ticks_ns <= ts_ns[-1] + np.timedelta64(EXPIRE_S, "s"))], ts_ns)
+    last_obs = np.searchsorted(ts_ns, ticks, side="right") - 1
+    observed = ts_ns[last_obs] == ticks
+    commits = np.flatnonzero(commit)
+    last_commit = np.searchsorted(commits, last_obs, side="right") - 1  # −1: none yet
+    in_window = np.minimum(last_commit + 1, rules.window)
+
+    def at_tick(values: np.ndarray, missing=np.nan) -> np.ndarray:
+        return np.where(observed, values[last_obs], missing)
+
+    status = None
+    if basis != "none":
+        status = burrow_statuses(ts_s[commits], position[commits], lag[commits], log_end[commits], ticks.astype("int64") / 1e9,
+                                 last_commit, window=rules.window, min_complete=rules.min_complete, allowed_lag=rules.allowed_lag)
+    first = obs.iloc[0]
+    return pd.DataFrame({
+        **{k: first[k] for k in ("kind", "group_name", *SERIES_KEY)},
+        "ts": ticks,
+        "obs_date": pd.DatetimeIndex(ticks).strftime("%Y-%m-%d"),
+        "observed": observed,
+        "lag_messages": np.append(lag[commits], np.nan)[last_commit],  # the last known; index −1 = none yet
+        "position": at_tick(position),
+        "log_end": at_tick(log_end),
+        "lag_s": at_tick(lag_s),
+        "lag_s_method": at_tick(method, "not-observed"),
+        "latency_ms": at_tick(latency),
+        "status": status,
+        "status_basis": basis,
+        "window_commits": in_window,
+        "window_complete": in_window / rules.window,
+    })
+
+
+def instance_lag(obs: pd.DataFrame, health: pd.DataFrame, *, rules: LagRules) -> pd.DataFrame:
+    """replication_lag rows of ONE instance: each of its series evaluated at its scrapes."""
+    if obs.empty:
+        return contract_frame([], REPLICATION_LAG)
+    ticks = np.sort(utc_ns(health["ts"]))
+    series = [series_lag(g, ticks, rules) for _, g in obs.groupby(SERIES_KEY, dropna=False, sort=False)]
+    return contract_frame(pd.concat(series, ignore_index=True), REPLICATION_LAG)
+
+
+# --- findings: shared shape ----------------------------------------------------------------------------
+
+
+def finding_rows(code: str, severity: str, base: dict, ts: np.ndarray, flags: np.ndarray, values: np.ndarray, *,
+                 unit: str, threshold: float | None, certainty: Callable[[int, int], str],
+                 describe: Callable[[dict, int, int], tuple[str, str, str | None]], last_ts: np.ndarray | None = None) -> list[dict]:
+    """One finding per run of `flags` over sorted observations (`ts`, and `last_ts` where an
+    observation spans time); `certainty(s, e)` and `describe(row, s, e) → (message, advice, detail)`
+    get the run's first and last index."""
+    starts, ends = true_runs(flags)
+    bounds = run_bounds(ts, starts, ends, last_ts)
+    out = []
+    for k, (s, e) in enumerate(zip(starts, ends)):
+        row = dict(base, code=code, severity=severity, unit=unit, threshold=threshold,
+                   **{name: col[k] for name, col in bounds.items()})
+        row["duration_s"] = seconds(row["end_ts"] - row["start_ts"])
+        row["value_max"], row["value_last"] = np.nanmax(values[s : e + 1]), values[e]
+        row["certainty"] = certainty(s, e)
+        row["message"], row["advice"], row["detail"] = describe(row, s, e)
+        row["finding_id"] = stable_id(code, *(base.get(k) for k in ("group_name", *SERIES_KEY)), row["start_ts"])
+        out.append(row)
+    return out
+
+
+def _span(row: dict) -> str:
+    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}" + ("" if not row["is_open"] else " (still so at the last scrape)")
+
+
+# --- Kafka cluster health over aligned rounds -------------------------------------------------------------
+
+
+def scrape_rounds(ts_ns: np.ndarray, instances: np.ndarray) -> np.ndarray:
+    """Round number per observation of one group (module doc)."""
+    if len(ts_ns) == 0:
+        return np.zeros(0, dtype=np.int64)
+    t = (ts_ns - ts_ns.min()).astype("int64")
+    gaps = np.concatenate([np.diff(np.sort(t[instances == i])) for i in np.unique(instances)])
+    gaps = gaps[gaps > 0]
+    if not len(gaps):
+        return np.unique(t, return_inverse=True)[1]
+    interval = int(np.median(gaps))
+    phases = np.unique(t % interval)
+    widest = np.diff(np.concatenate((phases, [phases[0] + interval])))
+    k = int(np.argmax(widest))
+    boundary = (phases[k] + widest[k] // 2) % interval
+    return (t - boundary) // interval
+
+
+def cluster_rounds(state: pd.DataFrame, isr: pd.DataFrame, follower_lag_messages: float) -> pd.DataFrame:
+    """One row per scrape round of a group: its first and last scrape, the cluster sums, and the
+    brokers that did not answer / claimed the controller / lagged beyond the threshold."""
+    state = state.sort_values("ts", kind="stable").assign(_ts=lambda d: utc_ns(d["ts"]))
+    state["round"] = scrape_rounds(state["_ts"].to_numpy(), state["instance"].to_numpy())
+    last = state.groupby(["round", "instance"], sort=False).tail(1)
+    isr = isr.assign(_ts=lambda d: utc_ns(d["ts"])).drop(columns=["ts", "group_name"])
+    per_broker = last.merge(isr, on=["instance", "_ts"], how="left")
+    total = lambda s: s.sum(min_count=1)  # noqa: E731 — no broker answered: unknown, not 0
+    rounds = per_broker.groupby("round").agg(
+        start=("_ts", "min"), end=("_ts", "max"),
+        controllers=("active_controllers", total), under_replicated=("under_replicated", total),
+        under_min_isr=("under_min_isr", total), offline=("offline_partitions", "max"), follower_lag=("lag_max_messages", "max"),
+    )
+
+    def brokers(mask) -> pd.Series:
+        return per_broker[mask].groupby("round")["instance"].agg(lambda i: sorted(set(i))).reindex(rounds.index).map(
+            lambda v: v if isinstance(v, list) else [])
+
+    life = state.groupby("instance")["_ts"].agg(["min", "max"])
+    answered = brokers(per_broker["active_controllers"].notna())
+    rounds["missing"] = [
+        sorted(set(life.index[(life["min"] <= r.end) & (life["max"] >= r.start)]) - set(answered[r.Index]))
+        for r in rounds.itertuples()
+    ]
+    rounds["claimants"] = brokers(per_broker["active_controllers"] >= 1)
+    rounds["lagging"] = brokers(per_broker["lag_max_messages"] > follower_lag_messages)
+    return rounds.sort_index().reset_index()
+
+
+@dataclass(frozen=True)
+class ClusterRule:
+    code: str
+    severity: str
+    column: str  # the rounds column compared
+    unit: str
+    holds: Callable[[np.ndarray, float], np.ndarray]  # (values, threshold) → flags
+    what: str  # the message after the group name and count
+    advice: str
+    named: str = "missing"  # the rounds column of brokers the finding names
+    controller: bool = False  # meaningful only with the whole cluster in one group
+
+
+CLUSTER_RULES = (
+    ClusterRule("no-controller", "error", "controllers", "controllers", lambda v, _: v == 0,
+                "no broker reported itself active controller (Σ ActiveControllerCount = 0)",
+                "without a controller no leader can be elected and no ISR can change: check the controller quorum "
+                "(the brokers' ZooKeeper sessions, or the KRaft controllers) and the brokers' logs", controller=True),
+    ClusterRule("multiple-controllers", "error", "controllers", "controllers", lambda v, _: v >= 2,
+                "brokers reported themselves active controller at once",
+                "a stale controller (after a ZooKeeper session expiry or a network partition) can issue conflicting "
+                "leadership decisions: restart the broker that should not be controller and check its connectivity",
+                named="claimants", controller=True),
+    ClusterRule("under-replicated", "warn", "under_replicated", "partitions", lambda v, _: v > 0,
+                "partitions were under-replicated (ISR smaller than the replica set)",
+                "a broker is down or its followers cannot keep up: check the brokers that did not answer, and follower lag"),
+    ClusterRule("under-min-isr", "error", "under_min_isr", "partitions", lambda v, _: v > 0,
+                "partitions had fewer in-sync replicas than min.insync.replicas: acks=all writes to them were refused",
+                "restore the missing replicas (bring the broker back); until then producers with acks=all fail on them"),
+    ClusterRule("offline-partitions", "error", "offline", "partitions", lambda v, _: v > 0,
+                "partitions had no leader (offline)",
+                "bring back a broker that holds a replica of them; unclean leader election loses data — a last resort"),
+    ClusterRule("follower-lag", "warn", "follower_lag", "messages", lambda v, th: v > th,
+                "messages of follower lag (ReplicaFetcherManager MaxLag)",
+                "a follower is catching up (expected right after a restart); if it lasts, check its network, disk and "
+                "num.replica.fetchers", named="lagging"),
+)
+
+
+def group_cluster_findings(state: pd.DataFrame, isr: pd.DataFrame, *, follower_lag_messages: float) -> pd.DataFrame:
+    """Kafka cluster findings of ONE group from its broker_state and `isr` rows."""
+    if isr.empty or state.empty:
+        return contract_frame([], REPLICATION_FINDINGS)
+    rounds = cluster_rounds(state, isr, follower_lag_messages)
+    group = state["group_name"].iloc[0]
+    declared = set(state["instance"]) != {group}
+    first_ts, last_ts = rounds["start"].to_numpy(), rounds["end"].to_numpy()
+    base = {"kind": "kafka", "group_name": group, "instance": None, "flow": "isr"}
+
+    def union(column: str, s: int, e: int) -> list[str]:
+        return sorted(set().union(*rounds[column].iloc[s : e + 1]))
+
+    out: list[dict] = []
+    for rule in CLUSTER_RULES:
+        if rule.controller and not declared:
+            continue
+        values = rounds[rule.column].to_numpy(dtype="float64")
+
+        def certainty(s: int, e: int, rule=rule) -> str:
+            if not rule.controller:
+                return "certain"  # the brokers' own counts; unanswered ones only make them lower bounds
+            aligned = e > s  # one round alone may be a controller move between two brokers' scrapes
+            answered = rule.code == "multiple-controllers" or not union("missing", s, e)
+            return "certain" if aligned and answered else "possible"
+
+        def describe(row: dict, s: int, e: int, rule=rule) -> tuple[str, str, str | None]:
+            named, missing = union(rule.named, s, e), union("missing", s, e)
+            count = "" if rule.code == "no-controller" else f"{row['value_max']:.0f} "
+            message = f"{group}: {count}{rule.what} {_span(row)}"
+            if rule.named != "missing" and named:
+                message += f" ({', '.join(named)})"
+            if missing:
+                message += f"; {', '.join(missing)} did not answer meanwhile, so the count is a lower bound"
+            return message, rule.advice, ",".join(named) or None
+
+        out += finding_rows(rule.code, rule.severity, base, first_ts, rule.holds(np.nan_to_num(values, nan=-1), follower_lag_messages),
+                            values, unit=rule.unit, threshold=follower_lag_messages if rule.code == "follower-lag" else None,
+                            certainty=certainty, describe=describe, last_ts=last_ts)
+    return contract_frame(out, REPLICATION_FINDINGS)
+
+
+# --- findings per topic-partition (from replication_lag) ------------------------------------------------------
+
+STATUS_ADVICE = {
+    WARN: ("its lag never decreased over the window (Burrow WARN): it keeps up less than the producers",
+           "scale the consumers / connector tasks or speed up processing"),
+    STOP: ("it stopped being reported with lag outstanding (Burrow STOP)",
+           "check that the consumer or connector task is running and still assigned this partition"),
+    STALL: ("its position did not move over the window while lag remained (Burrow STALL)",
+            "the consumer is stuck (a poison message, a blocked task): check its logs; skip or dead-letter the message"),
+    REWIND: ("its position went back and did not recover (Burrow REWIND)",
+             "an offset reset or replay: check for resets (auto.offset.reset, manual resets); messages are processed again"),
+}
+
+
+def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float) -> pd.DataFrame:
+    """replication-lag and consumer-<status> findings of ONE series from its replication_lag rows."""
+    lag = lag.sort_values("ts", kind="stable").reset_index(drop=True)
+    first = lag.iloc[0]
+    base = {k: first[k] for k in ("kind", "group_name", *SERIES_KEY)}
+    base["partition"] = None if pd.isna(base["partition"]) else int(base["partition"])
+    name = f"{first['flow']} {first['topic'] or ''}-{'' if base['partition'] is None else base['partition']}" + (
+        f" ({first['source_cluster']}→{first['target_cluster']})" if first["source_cluster"] or first["target_cluster"] else "") + (
+        f" [{first['client']}]" if first["client"] else "")
+    ts = utc_ns(lag["ts"])
+    observed = lag["observed"].to_numpy(dtype=bool)
+    out: list[dict] = []
+
+    lag_s = _num(lag["lag_s"])
+    methods = lag["lag_s_method"].to_numpy()
+    out += finding_rows(
+        "replication-lag", "warn", base, ts, np.nan_to_num(lag_s) > lag_threshold_s, lag_s, unit="s", threshold=lag_threshold_s,
+        certainty=lambda s, e: "possible" if (methods[s : e + 1] == "extrapolated").any() else "certain",
+        describe=lambda row, s, e: (f"{name}: lag reached {row['value_max']:.1f} s (over {lag_threshold_s:.0f} s) {_span(row)}",
+                              "the replication falls behind: check the connector's tasks, its throughput and the target "
+                              "cluster; a failover now would lose about that much data", None))
+    status = lag["status"].fillna(OK).to_numpy()
+    lags = _num(lag["lag_messages"])
+    for code in (WARN, STOP, STALL, REWIND):
+        what, advice = STATUS_ADVICE[code]
+        out += finding_rows(
+            f"consumer-{code.lower()}", "warn" if code == WARN else "error", base, ts, status == code, lags,
+            unit="messages", threshold=None,
+            certainty=lambda s, e, code=code: "certain" if code == STOP or observed[s : e + 1].all() else "possible",
+            describe=lambda row, s, e, what=what, advice=advice: (f"{name}: {what}, lag {row['value_last']:.0f} messages {_span(row)}", advice, None))
+    return contract_frame(out, REPLICATION_FINDINGS)
+
+
+# --- Artemis replica sync -------------------------------------------------------------------------------------
+
+
+def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: float) -> pd.DataFrame:
+    """replica-sync-gap findings of ONE live instance from its artemis-replica rows."""
+    if replica.empty:
+        return contract_frame([], REPLICATION_FINDINGS)
+    replica = replica.sort_values("ts", kind="stable").reset_index(drop=True)
+    first = replica.iloc[0]
+    ts = utc_ns(replica["ts"])
+    in_sync = pd.Series(replica["in_sync"], dtype="boolean")
+    announced = pd.Series(replica["backup_announced"], dtype="boolean").to_numpy(dtype=object, na_value=None)
+    missed = np.sort(utc_ns(state.loc[~state["reachable"].astype(bool), "ts"]))
+    base = {"kind": first["kind"], "group_name": first["group_name"], "instance": first["instance"], "flow": "artemis-replica"}
+    starts, ends = true_runs((in_sync == False).fillna(False).to_numpy(dtype=bool))  # noqa: E712
+    long_enough = np.zeros(len(ts), dtype=bool)
+    for s, e in zip(starts, ends):
+        if e > s and seconds(ts[e] - ts[s]) >= grace_s:  # never from one sample
+            long_enough[s : e + 1] = True
+
+    def describe(row: dict, s: int, e: int) -> tuple[str, str, str | None]:
+        no_backup = all(a is False for a in announced[s : e + 1])
+        why = ("no backup was announced in the cluster topology: the live was unprotected" if no_backup
+               else "a backup was attached but not synchronized (initial sync running, or replication dropped)")
+        return (f"{first['instance']} (live of {first['group_name']}) was not in sync with a backup for "
+                f"{row['duration_s']:.0f} s {_span(row)}: {why}",
+                "start or repair the backup (its replication connection, the initial synchronization); until it is in "
+                "sync a failure of the live cannot be taken over without losing data", None)
+
+    rows = finding_rows("replica-sync-gap", "error", base, ts, long_enough, np.zeros(len(ts)), unit="s", threshold=grace_s,
+                        certainty=lambda s, e: "certain" if count_between(missed, ts[s:s + 1], ts[e:e + 1])[0] == 0 else "possible",
+                        describe=describe)
+    for row in rows:
+        row["value_max"] = row["value_last"] = row["duration_s"]
+    return contract_frame(rows, REPLICATION_FINDINGS)
+
+
+# --- Spark wiring ---------------------------------------------------------------------------------------------
+
+_OBS_COLUMNS = ["ts", "kind", "group_name", *SERIES_KEY, "lag_messages", "latency_ms", "throughput_per_s"]
+_ISR_COLUMNS = ["ts", "instance", "under_replicated", "under_min_isr", "offline_partitions", "active_controllers", "lag_max_messages"]
+
+
+def replication_lag(repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
+    flows = repl.where(F.col("flow").isin(list(LAG_FLOWS)) & (F.col("lag_messages").isNotNull() | F.col("latency_ms").isNotNull()))
+    return (
+        flows.select(*_OBS_COLUMNS).groupBy("instance")
+        .cogroup(health.select("ts", "instance").groupBy("instance"))
+        .applyInPandas(partial(instance_lag, rules=rules), REPLICATION_LAG.spark_schema())
+    )
+
+
+def cluster_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float) -> DataFrame:
+    kafka_state = state.where(F.col("kind") == "kafka").select("ts", "group_name", "instance", "reachable")
+    isr = repl.where(F.col("flow") == "isr").select("group_name", *_ISR_COLUMNS)
+    return (
+        kafka_state.groupBy("group_name").cogroup(isr.groupBy("group_name"))
+        .applyInPandas(partial(group_cluster_findings, follower_lag_messages=follower_lag_messages), REPLICATION_FINDINGS.spark_schema())
+    )
+
+
+def lag_findings(lag: DataFrame, *, lag_threshold_s: float) -> DataFrame:
+    def per_series(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
+        return series_findings(pdf, lag_threshold_s=lag_threshold_s)
+
+    return lag.groupBy(*SERIES_KEY).applyInPandas(per_series, REPLICATION_FINDINGS.spark_schema())
+
+
+def replica_findings(repl: DataFrame, state: DataFrame, *, grace_s: float) -> DataFrame:
+    replica = repl.where(F.col("flow") == "artemis-replica").select("ts", "kind", "group_name", "instance", "in_sync", "backup_announced")
+    return (
+        replica.groupBy("group_name", "instance")
+        .cogroup(state.select("ts", "group_name", "instance", "reachable").groupBy("group_name", "instance"))
+        .applyInPandas(partial(replica_sync_gaps, grace_s=grace_s), REPLICATION_FINDINGS.spark_schema())
+    )
+
+
+def run_lag(slh, rules, progress=None) -> dict[str, int]:
+    """`rules`: the config's `analysis.lag` section."""
+    say = progress or (lambda m: None)
+    repl, state = slh.read("replication_stats"), slh.read("broker_state")
+    say("gold replication_lag")
+    counts = {"replication_lag": slh.write("replication_lag", replication_lag(repl, slh.read("collector_health"), LagRules.of(rules)))}
+    say("gold replication_findings")
+    findings = (
+        cluster_findings(state, repl, follower_lag_messages=rules.follower_lag_messages)
+        .unionByName(lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold))
+        .unionByName(replica_findings(repl, state, grace_s=rules.replica_sync_grace))
+    )
+    counts["replication_findings"] = slh.write("replication_findings", findings)
+    return counts

@@ -1,0 +1,93 @@
+"""Runs of consecutive observations where a condition holds, with the bounds findings carry.
+
+A finding built from observations is a run: its first and last observation showing the condition
+(`start_ts`, `end_ts`) and the neighbouring observations that did not (`start_lower`, `end_upper`;
+null where there was none: the condition held from the first observation, or still holds at the
+last one — `is_open`). Between two observations the state is unknown, so the truth lies between
+the bounds. Shared by the stuck-message and lag jobs; numpy only, no Spark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from lakehouse.jobs.spine import typed_frame
+from lakehouse.tables import TableContract
+
+NAT = np.datetime64("NaT", "ns")
+
+
+def utc_ns(values) -> np.ndarray:
+    """A timestamp column (naive or tz-aware, any unit) as naive-UTC datetime64[ns]."""
+    return pd.to_datetime(pd.Series(values), utc=True).dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+
+
+def seconds(delta):
+    """timedelta64 (scalar or array) → float seconds; NaT → nan."""
+    d = np.asarray(delta, dtype="timedelta64[ns]")
+    out = np.where(np.isnat(d), np.nan, d.astype("int64") / 1e9)
+    return out if d.ndim else float(out)
+
+
+def true_runs(flags) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (inclusive) indexes of the runs of True in a boolean array."""
+    f = np.asarray(flags, dtype=bool).astype(np.int8)
+    edges = np.diff(np.concatenate(([0], f, [0])))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+
+
+def run_bounds(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray, last_ts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The bounds of runs over sorted observations. An observation may span time (a scrape round of
+    several brokers): `ts` is its first moment, `last_ts` its last (default: the same)."""
+    last_ts = ts if last_ts is None else last_ts
+    n = len(ts)
+    before, after = starts - 1, ends + 1
+    return {
+        "start_ts": ts[starts],
+        "start_lower": np.where(before >= 0, last_ts[np.clip(before, 0, max(n - 1, 0))], NAT),
+        "end_ts": last_ts[ends],
+        "end_upper": np.where(after < n, ts[np.clip(after, 0, max(n - 1, 0))], NAT),
+        "is_open": after >= n,
+    }
+
+
+def count_between(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How many of `sorted_ts` lie in [lo, hi], per pair (vectorized)."""
+    return np.searchsorted(sorted_ts, hi, side="right") - np.searchsorted(sorted_ts, lo, side="left")
+
+
+def stable_id(*parts) -> str:
+    """A finding id that is the same on every rerun: hash of the parts that identify it."""
+    text = "/".join("" if p is None else (pd.Timestamp(p).isoformat() if isinstance(p, np.datetime64) else str(p)) for p in parts)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def fmt_ts(ts) -> str:
+    """A time for a message: `09:01:20.150Z` style ISO, milliseconds."""
+    return pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def contract_frame(rows: list[dict] | pd.DataFrame, c: TableContract) -> pd.DataFrame:
+    """Finding rows as a pandas frame Arrow hands to Spark as the contract's types: spine's
+    timestamps; integers, booleans and strings as Python objects with None for null (a count
+    computed in float, a missing flag or text: pandas' nullable dtypes and all-NaN columns do not
+    survive applyInPandas' Arrow path)."""
+    df = typed_frame(rows, c)
+    for col in c.columns:
+        if pa.types.is_integer(col.type):
+            df[col.name] = _objects(df[col.name], lambda v: int(round(v)))
+        elif pa.types.is_boolean(col.type):
+            df[col.name] = _objects(df[col.name], bool)
+        elif pa.types.is_string(col.type):  # an all-null column would be float NaN
+            df[col.name] = _objects(df[col.name], str)
+        elif pa.types.is_floating(col.type):
+            df[col.name] = pd.to_numeric(df[col.name], errors="coerce").astype("float64")
+    return df
+
+
+def _objects(values: pd.Series, cast) -> pd.Series:
+    return pd.Series([None if pd.isna(v) else cast(v) for v in values], index=values.index, dtype=object)

@@ -1,0 +1,375 @@
+"""Stuck messages: silver destination_stats + broker_state (+ gold failover_events) → gold stuck_messages.
+
+Rules (thresholds: the config's `analysis.stuck` section; defaults in brokerscope/config.py).
+
+* An observation of a destination is *idle* when it holds messages (`messages > 0`) that nobody
+  takes — no consumer, or delivery paused — and nothing was delivered since the previous
+  observation of that destination: `dequeued` did not grow; where the kind has no dequeue counter
+  (WebLogic) `enqueued` grew by no more than `messages` did; where no counter can be compared (the
+  first observation, a counter reset by a restart, another instance after a failover) only a fall
+  of `messages` proves a delivery.
+* A run of idle observations is stuck once it lasted the threshold (default 60 s; for a logical
+  destination listed in `forward_delays`, its forward delay: WebLogic forwards a member's messages
+  to members with consumers after `ForwardDelay`, so only longer is stuck). Where the broker
+  reports the age of the oldest message (Artemis `FirstMessageAge`, producer-clock based) and it
+  rose during the run, the head message has waited that long: the run counts as that long.
+  - `stranded-member` (error): kinds whose group members all serve at once (WebLogic clusters) — a
+    queue member whose siblings (other servers' members of the same logical destination) had
+    consumers during the run: a member's messages go only to its own consumers (WebLogic Fig. 9-3).
+  - `no-consumers` (warn; info on dead-letter/expiry queues): otherwise. For live/backup kinds a
+    destination is one series per group, followed across failovers whichever instance is live.
+  Certain when every scrape of the instance(s) inside the run answered, or when the reported
+  oldest-message age grew with the clock (the head never left); else possible.
+* `unreachable-member` (warn): member kinds only — a member seen holding messages at its server's
+  last serving observation, then the server stopped serving (no answer, or answered without
+  serving: WebLogic JMS server absent or failed). Those messages are unavailable until it returns
+  (count last seen, since when). Never from one missed scrape: at least two observations not
+  serving, or one that answered and positively showed it not serving (then certain; a stretch of
+  unanswered scrapes alone is possible — we could not see, DESIGN "a missed scrape is
+  indeterminate").
+* `prepared-transaction` (warn): `prepared_tx_messages > 0` (Artemis) for at least the threshold.
+* `replay-after-failover` (error): ActiveMQ — after a failover event, the new master's first
+  depth of a destination exceeds the old master's last depth + what the new master received since
+  (its `enqueued`) + what the old master could have received before it died (its enqueue rate over
+  its last minute × time from its last observation to its first missed or inactive one). Journaled
+  JDBC persistence replays messages its journal had not checkpointed: consumers get old messages
+  again. Certain when the old master's rate was measured, possible when it had to be assumed 0.
+
+Shape: `group_stuck` is the per-group sequence logic (pandas, run by `cogroup(...).applyInPandas` over
+destination_stats and broker_state), built from small pure functions over numpy arrays; the
+failover events (a small gold table) travel to it as pandas. `run_stuck` reads, calls and writes
+(overwrite: reruns give the same table).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse.jobs.runs import NAT, contract_frame, count_between, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
+from lakehouse.jobs.spine import nonexclusive_kinds
+from lakehouse.tables import STUCK_MESSAGES
+
+DEAD_LETTER_NAMES = frozenset({"DLQ", "ExpiryQueue", "ActiveMQ.DLQ"})  # the brokers' default names
+HEAD_STAYED_RATIO = 0.9  # oldest-message age grew by ≥ 90 % of the elapsed time: same head message
+REPLAY_KINDS = ("activemq",)
+RATE_WINDOW_S = 60  # the old master's enqueue rate is measured over its last minute
+
+DEST_COLUMNS = [
+    "ts", "kind", "group_name", "instance", "destination", "logical_destination", "destination_type",
+    "messages", "consumers", "enqueued", "dequeued", "oldest_message_age_ms", "paused", "prepared_tx_messages",
+]
+STATE_COLUMNS = ["ts", "group_name", "instance", "reachable", "active"]
+
+ADVICE = {
+    "stranded-member": (
+        "attach consumers to every member (consumers connected to each server of the cluster), or "
+        "configure forwarding on the distributed queue (ForwardDelay ≥ 0) so messages move to members "
+        "that have consumers"
+    ),
+    "no-consumers": (
+        "start or reconnect the consumer of this destination (or resume delivery if it is paused); if "
+        "nobody will read it again (an abandoned durable subscription), remove it so messages stop piling up"
+    ),
+    "dead-letter": "inspect the dead-letter/expiry queue: reprocess or purge it, and find out why delivery failed",
+    "unreachable-member": (
+        "bring the server back (its messages return with it) or migrate its JMS server to a running one "
+        "(service migration); a member's messages cannot be consumed through other servers"
+    ),
+    "prepared-transaction": (
+        "the transaction manager has not completed these prepared transactions: check its recovery; as a "
+        "last resort resolve them with the queue's listPreparedTransactions / commitPreparedTransaction / "
+        "rollbackPreparedTransaction operations"
+    ),
+    "replay-after-failover": (
+        "consumers will see old messages again: make them idempotent; for JDBC master/slave use JDBC "
+        "persistence without the journal (or a shared KahaDB store) so the new master sees exactly what "
+        "the old one committed"
+    ),
+}
+
+
+# --- per observation -------------------------------------------------------------------------------
+
+
+def _num(values) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
+
+
+def held_without_consumers(messages, consumers, paused) -> np.ndarray:
+    """Messages are there and nobody takes them: no consumer, or delivery paused (unknown → no)."""
+    m, c = _num(messages), _num(consumers)
+    is_paused = pd.Series(paused, dtype="boolean").fillna(False).to_numpy(dtype=bool)
+    return (m > 0) & ((c == 0) | is_paused)
+
+
+def delivered_since_previous(messages, enqueued, dequeued, same_instance) -> np.ndarray:
+    """Whether each observation proves a delivery since the previous one (the first proves none)."""
+    m, enq, deq = _num(messages), _num(enqueued), _num(dequeued)
+    d_msg, d_enq, d_deq = (np.diff(x, prepend=np.nan) for x in (m, enq, deq))
+    same = np.asarray(same_instance, dtype=bool)
+    comparable = same & ~(d_enq < 0) & ~(d_deq < 0)  # a counter going back = restarted
+    return np.where(
+        comparable & ~np.isnan(d_deq), d_deq > 0,
+        np.where(comparable & ~np.isnan(d_enq), d_enq - d_msg > 0, d_msg < 0),
+    )
+
+
+def idle_observations(series: pd.DataFrame) -> np.ndarray:
+    """Idle = held without consumers and no delivery since the previous observation (series by ts)."""
+    inst = series["instance"].to_numpy()
+    same_instance = np.concatenate(([False], inst[1:] == inst[:-1])) if len(inst) else np.zeros(0, bool)
+    held = held_without_consumers(series["messages"], series["consumers"], series["paused"])
+    return held & ~delivered_since_previous(series["messages"], series["enqueued"], series["dequeued"], same_instance)
+
+
+# --- runs -------------------------------------------------------------------------------------------
+
+
+def stuck_runs(series: pd.DataFrame, flags: np.ndarray, unanswered: np.ndarray, threshold_s: float) -> pd.DataFrame:
+    """Runs of `flags` in one destination series (sorted by ts) that lasted the threshold.
+
+    `unanswered`: sorted times of unanswered scrapes of the instance(s) serving the series. The
+    oldest-message age, where reported and rising, stretches a run to the head message's wait."""
+    starts, ends = true_runs(flags)
+    if not len(starts):
+        return pd.DataFrame()
+    ts = utc_ns(series["ts"])
+    runs = pd.DataFrame(run_bounds(ts, starts, ends))
+    runs["duration_s"] = seconds(runs["end_ts"].to_numpy() - runs["start_ts"].to_numpy())
+    age = _num(series["oldest_message_age_ms"])
+    age_start, age_end = age[starts], age[ends]
+    rising = age_end > age_start
+    runs["stuck_for_s"] = np.fmax(runs["duration_s"], np.where(rising, age_end / 1000.0, np.nan))
+    head_stayed = rising & ((age_end - age_start) / 1000.0 >= HEAD_STAYED_RATIO * runs["duration_s"].to_numpy())
+    missed = count_between(unanswered, runs["start_ts"].to_numpy(), runs["end_ts"].to_numpy())
+    runs["certainty"] = np.where((missed == 0) | head_stayed, "certain", "possible")
+    messages = _num(series["messages"])
+    prepared = _num(series["prepared_tx_messages"])
+    instances = series["instance"].to_numpy()
+    runs["messages"] = messages[ends]
+    runs["prepared"] = prepared[ends]
+    runs["oldest_message_age_ms"] = age_end
+    runs["messages_max"] = [np.nanmax(messages[s : e + 1]) for s, e in zip(starts, ends)]
+    runs["instances"] = [",".join(sorted(set(instances[s : e + 1]))) for s, e in zip(starts, ends)]
+    runs["instance"] = instances[ends]
+    runs["consumers"] = np.nan_to_num(_num(series["consumers"])[ends]) > 0
+    runs["paused"] = pd.Series(series["paused"], dtype="boolean").fillna(False).to_numpy(dtype=bool)[ends]
+    return runs[runs["stuck_for_s"] >= threshold_s].reset_index(drop=True)
+
+
+def siblings_with_consumers(dest: pd.DataFrame, logical: str, instance: str, start, end) -> list[str]:
+    """Other servers whose member of the same logical queue had consumers between start and end."""
+    ts = utc_ns(dest["ts"])
+    rows = dest[
+        (dest["logical_destination"] == logical)
+        & (dest["destination_type"] == "queue")
+        & (dest["instance"] != instance)
+        & (_num(dest["consumers"]) > 0)
+        & (ts >= start)
+        & (ts <= end)
+    ]
+    return sorted(set(rows["instance"]))
+
+
+# --- findings ---------------------------------------------------------------------------------------
+
+
+def _secs_text(s: float) -> str:
+    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+
+
+def _finding(code: str, severity: str, first: pd.Series, run, threshold_s: float | None, message: str, advice: str, **extra) -> dict:
+    row = {
+        "finding_id": stable_id(code, first["group_name"], run["instance"], first["destination_type"], first["destination"], run["start_ts"]),
+        "code": code,
+        "severity": severity,
+        "kind": first["kind"],
+        "group_name": first["group_name"],
+        "destination": first["destination"],
+        "logical_destination": first["logical_destination"],
+        "destination_type": first["destination_type"],
+        "threshold_s": threshold_s,
+        "message": message,
+        "advice": advice,
+    }
+    for col in ("certainty", "instance", "start_ts", "start_lower", "end_ts", "end_upper", "is_open", "duration_s",
+                "stuck_for_s", "messages", "messages_max", "oldest_message_age_ms", "instances"):
+        if col in run:
+            row[col] = run[col]
+    row.update(extra)
+    return row
+
+
+def idle_findings(series: pd.DataFrame, dest: pd.DataFrame, unanswered: np.ndarray, threshold_s: float, member_kind: bool) -> list[dict]:
+    first = series.iloc[0]
+    out = []
+    for _, run in stuck_runs(series, idle_observations(series), unanswered, threshold_s).iterrows():
+        siblings = (
+            siblings_with_consumers(dest, first["logical_destination"], run["instance"], run["start_ts"], run["end_ts"])
+            if member_kind and first["destination_type"] == "queue"
+            else []
+        )
+        held = f"{run['messages']:.0f} messages on {first['destination']} ({run['instance']})"
+        how = ("delivery paused" if run["consumers"] else "no consumer") + (" (and delivery paused)" if run["paused"] and not run["consumers"] else "")
+        span = f"{fmt_ts(run['start_ts'])} → {fmt_ts(run['end_ts'])}"
+        age = (f"; the oldest is {run['oldest_message_age_ms'] / 1000:.0f} s old"
+               if not np.isnan(run["oldest_message_age_ms"]) else "")
+        if siblings:
+            code, severity, advice = "stranded-member", "error", ADVICE["stranded-member"]
+            message = (f"{held} sat with {how} and no delivery for {_secs_text(run['stuck_for_s'])} ({span}) while "
+                       f"{', '.join(siblings)} consumed from {first['logical_destination']}: they are stranded on this member")
+        else:
+            dead = first["destination"] in DEAD_LETTER_NAMES
+            code, severity = "no-consumers", "info" if dead else "warn"
+            advice = ADVICE["dead-letter" if dead else "no-consumers"]
+            message = f"{held} have waited with {how} and no delivery for at least {_secs_text(run['stuck_for_s'])} ({span}){age}"
+        out.append(_finding(code, severity, first, run, threshold_s, message, advice,
+                            siblings_with_consumers=",".join(siblings) or None))
+    return out
+
+
+def prepared_findings(series: pd.DataFrame, unanswered: np.ndarray, threshold_s: float) -> list[dict]:
+    first = series.iloc[0]
+    flags = _num(series["prepared_tx_messages"]) > 0
+    out = []
+    for _, run in stuck_runs(series, flags, unanswered, threshold_s).iterrows():
+        run = run.copy()
+        run["messages"], run["stuck_for_s"] = run["prepared"], run["duration_s"]  # the age is not theirs
+        message = (f"{run['prepared']:.0f} messages on {first['destination']} ({run['instance']}) have been held by "
+                   f"prepared transactions for {_secs_text(run['duration_s'])} ({fmt_ts(run['start_ts'])} → {fmt_ts(run['end_ts'])})")
+        out.append(_finding("prepared-transaction", "warn", first, run, threshold_s, message, ADVICE["prepared-transaction"]))
+    return out
+
+
+def unreachable_members(dest: pd.DataFrame, state: pd.DataFrame) -> list[dict]:
+    """Members seen holding messages at their server's last serving observation, then unavailable."""
+    out = []
+    dest_ts = utc_ns(dest["ts"])
+    for instance, st in state.sort_values("ts").groupby("instance", sort=False):
+        ts = utc_ns(st["ts"])
+        active = st["active"].astype("boolean")
+        serving = active.fillna(False).to_numpy(dtype=bool)
+        shown_not_serving = (st["reachable"].astype(bool) & (active == False)).fillna(False).to_numpy(dtype=bool)  # noqa: E712
+        starts, ends = true_runs(~serving)
+        for s, e in zip(starts, ends):
+            positive = shown_not_serving[s : e + 1].any()
+            if s == 0 or (e == s and not positive):
+                continue  # nothing seen before it, or one missed scrape: indeterminate
+            bounds = {k: v[0] for k, v in run_bounds(ts, np.array([s]), np.array([e])).items()}
+            held = dest[(dest["instance"] == instance) & (dest_ts == ts[s - 1]) & (_num(dest["messages"]) > 0)]
+            for _, row in held.iterrows():
+                run = bounds | {
+                    "instance": instance, "instances": instance,
+                    "certainty": "certain" if positive else "possible",
+                    "duration_s": seconds(bounds["end_ts"] - bounds["start_ts"]),
+                    "messages": row["messages"], "messages_max": row["messages"],
+                }
+                run["stuck_for_s"] = run["duration_s"]
+                until = f"until {fmt_ts(bounds['end_upper'])}" if not pd.isna(bounds["end_upper"]) else "and has not returned yet"
+                message = (f"{row['messages']:.0f} messages on {row['destination']} ({row['logical_destination']}) were unavailable: "
+                           f"{instance} stopped serving after {fmt_ts(bounds['start_lower'])} (last seen with them) {until}; "
+                           "a member's messages are only reachable through its own server")
+                out.append(_finding("unreachable-member", "warn", row, run, None, message, ADVICE["unreachable-member"]))
+    return out
+
+
+def group_stuck(dest: pd.DataFrame, state: pd.DataFrame, *, threshold_s: float, forward_delays: dict[str, float],
+                member_kinds: list[str], events: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Stuck-message findings of ONE group from its destination_stats and broker_state rows."""
+    if dest.empty:
+        return contract_frame([], STUCK_MESSAGES)
+    dest = dest.sort_values("ts", kind="stable").reset_index(drop=True)
+    member_kind = dest["kind"].iloc[0] in member_kinds
+    unanswered_rows = state[~state["reachable"].astype(bool)]
+    missed_by_instance = {i: np.sort(utc_ns(g["ts"])) for i, g in unanswered_rows.groupby("instance")}
+    missed_in_group = np.sort(utc_ns(unanswered_rows["ts"]))
+    key = ["instance", "destination_type", "destination"] if member_kind else ["destination_type", "destination"]
+    findings: list[dict] = []
+    for _, series in dest.groupby(key, sort=False, dropna=False):
+        series = series.reset_index(drop=True)
+        missed = missed_by_instance.get(series["instance"].iloc[0], np.array([], "datetime64[ns]")) if member_kind else missed_in_group
+        threshold = float(forward_delays.get(series["logical_destination"].iloc[0], threshold_s))
+        findings += idle_findings(series, dest, missed, threshold, member_kind)
+        findings += prepared_findings(series, missed, threshold)
+    if member_kind:
+        findings += unreachable_members(dest, state)
+    group_events = (events or {}).get(dest["group_name"].iloc[0])
+    if group_events is not None:
+        findings += replay_findings(dest, group_events)
+    return contract_frame(findings, STUCK_MESSAGES)
+
+
+# --- replay after failover -------------------------------------------------------------------------------
+
+EVENT_COLUMNS = ["event_id", "kind", "group_name", "from_instance", "to_instance", "old_last_active",
+                 "old_first_unanswered", "old_first_inactive", "new_first_active"]
+
+
+def replay_findings(dest: pd.DataFrame, events: pd.DataFrame) -> list[dict]:
+    """New masters whose first depth of a destination exceeds what the old master held plus what
+    can have arrived since (module doc). `dest`: one group's rows sorted by ts; `events`: its
+    failover_events rows."""
+    ts = utc_ns(dest["ts"])
+    out = []
+    for ev in events.itertuples():
+        old_last = utc_ns([ev.old_last_active])[0]
+        old_gone = utc_ns([next(t for t in (ev.old_first_unanswered, ev.old_first_inactive, ev.new_first_active) if not pd.isna(t))])[0]
+        window = (ts <= old_last) & (ts >= old_last - np.timedelta64(RATE_WINDOW_S, "s"))
+        old = dest[(dest["instance"] == ev.from_instance) & window]
+        new = dest[(dest["instance"] == ev.to_instance) & (ts >= utc_ns([ev.new_first_active])[0])]
+        firsts = new.groupby(["destination_type", "destination"], sort=False).head(1).set_index(["destination_type", "destination"])
+        for key, o in old.groupby(["destination_type", "destination"], sort=False):
+            if key not in firsts.index:
+                continue
+            head, last, first = firsts.loc[key], o.iloc[-1], o.iloc[0]
+            o_ts = utc_ns(o["ts"])
+            span = seconds(o_ts[-1] - o_ts[0])
+            enq = _num(o["enqueued"])
+            rate = (enq[-1] - enq[0]) / span if span > 0 and enq[-1] >= enq[0] else np.nan
+            allowance = np.ceil(np.nan_to_num(rate) * seconds(old_gone - o_ts[-1]))
+            received = np.nan_to_num(_num([head["enqueued"]])[0])
+            excess = _num([head["messages"]])[0] - (last["messages"] + received + allowance)
+            if not excess > 0:
+                continue
+            new_ts = utc_ns([head["ts"]])[0]
+            run = {"instance": ev.to_instance, "instances": f"{ev.from_instance},{ev.to_instance}",
+                   "certainty": "possible" if np.isnan(rate) else "certain",
+                   "start_ts": new_ts, "start_lower": o_ts[-1], "end_ts": new_ts, "end_upper": NAT, "is_open": False,
+                   "duration_s": 0.0, "messages": excess, "messages_max": head["messages"]}
+            message = (f"{ev.to_instance} held {head['messages']:.0f} messages on {key[1]} at its first scrape after taking over "
+                       f"from {ev.from_instance}, {excess:.0f} more than {ev.from_instance} last held ({last['messages']:.0f}) plus "
+                       f"what {ev.to_instance} received since ({received:.0f}) and what {ev.from_instance} could have received "
+                       f"before it died (≤ {allowance:.0f}): old messages were replayed")
+            out.append(_finding("replay-after-failover", "error", first, run, None, message, ADVICE["replay-after-failover"],
+                                failover_event_id=ev.event_id))
+    return out
+
+
+# --- the job -----------------------------------------------------------------------------------------
+
+
+def stuck_messages(dest: DataFrame, state: DataFrame, failovers: pd.DataFrame, *, threshold_s: float,
+                   forward_delays: dict[str, float] | None = None) -> DataFrame:
+    """`failovers`: failover_events of the replay kinds, as pandas (small: one row per failover)."""
+    events = {g: e for g, e in failovers.groupby("group_name")} if len(failovers) else {}
+    per_group = partial(group_stuck, threshold_s=threshold_s, forward_delays=dict(forward_delays or {}),
+                        member_kinds=nonexclusive_kinds(), events=events)
+    return (
+        dest.select(*DEST_COLUMNS).groupBy("group_name")
+        .cogroup(state.select(*STATE_COLUMNS).groupBy("group_name"))
+        .applyInPandas(per_group, STUCK_MESSAGES.spark_schema())
+    )
+
+
+def run_stuck(slh, rules, progress=None) -> dict[str, int]:
+    """`rules`: the config's `analysis.stuck` section (threshold, forward_delays)."""
+    (progress or (lambda m: None))("gold stuck_messages")
+    failovers = slh.read("failover_events").where(F.col("kind").isin(list(REPLAY_KINDS))).select(*EVENT_COLUMNS).toPandas()
+    df = stuck_messages(slh.read("destination_stats"), slh.read("broker_state"), failovers,
+                        threshold_s=rules.threshold, forward_delays=rules.forward_delays)
+    return {"stuck_messages": slh.write("stuck_messages", df)}

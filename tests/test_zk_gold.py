@@ -1,0 +1,174 @@
+"""The ZooKeeper gold logic on tiny hand-made frames: rounds, quorum intervals, elections, risk and
+coordination findings (pure pandas), and the GC → election link (Spark)."""
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+
+from lakehouse.jobs.zookeeper import (
+    elections, ensemble_rounds, gc_links, lock_findings, quorum_intervals, ensemble_risks, server_spikes,
+)
+from lakehouse.tables import BROKER_STATE, GC_FINDINGS, ZK_ELECTIONS, ZK_FINDINGS, ZK_SERVER_STATE
+
+T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
+
+
+def t(s: float) -> datetime:
+    return T0 + timedelta(seconds=s)
+
+
+def server(ts: float, inst: str, state: str, epoch: int | None = None, synced: int | None = None,
+           leader_uptime: int | None = None, elections: int | None = None, election_sum: int | None = None,
+           **kw) -> dict:
+    row = {c: None for c in ZK_SERVER_STATE.column_names}
+    row.update(ts=t(ts), ensemble="ens", instance=inst, reachable=state != "unanswered",
+               state="unknown" if state == "unanswered" else state, zxid_epoch=epoch, synced_followers=synced,
+               leader_uptime_ms=leader_uptime, quorum_size=3, elections=elections, election_time_sum_ms=election_sum)
+    row.update(kw)
+    return row
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def scripted(script: dict[str, str], epochs: dict[int, int], step: float = 1.0) -> pd.DataFrame:
+    """script: server → one letter per round (L leader, F follower, N not serving, x unanswered)."""
+    rows = []
+    for inst, seq in script.items():
+        for i, c in enumerate(seq):
+            state = {"L": "leader", "F": "follower", "N": "not-serving", "x": "unanswered"}[c]
+            lead = state == "leader"
+            rows.append(server(i * step, inst, state, epoch=epochs.get(i) if lead else None,
+                               synced=sum(1 for s in script.values() if s[i] == "F") if lead else None,
+                               leader_uptime=300 if lead else None, elections=1 if lead else None,
+                               election_sum=250 if lead else None))
+    return frame(rows)
+
+
+def test_rounds_tell_an_election_from_a_lost_quorum():
+    states = scripted({"a": "LLxxxxxxN", "b": "FFNLLLxxL", "c": "FFNFFNNNF"}, {0: 1, 1: 1, 3: 2, 4: 2, 5: 2, 8: 3})
+    rounds = ensemble_rounds(states, members=3)
+    assert list(rounds["status"]) == ["present", "present", "election", "present", "present", "present",
+                                      "lost", "lost", "present"]
+    assert list(rounds["leader"].fillna("-")) == ["a", "a", "-", "b", "b", "b", "-", "-", "b"]
+    q = quorum_intervals(rounds)
+    assert [(r.status, r.leader, r.rounds, r.bare_majority) for r in q.itertuples()] == [
+        ("present", "a", 2, False), ("election", None, 1, False), ("present", "b", 3, True),
+        ("lost", None, 2, False), ("present", "b", 1, True)]
+    e = elections(rounds)
+    first, second = e.sort_values("new_first_seen").itertuples()
+    assert (first.old_leader, first.new_leader, first.cause, first.old_leader_after) == ("a", "b", "old leader unanswered", "unanswered")
+    assert first.old_last_seen == pd.Timestamp(t(1)).tz_localize(None) and first.duration_upper_s == pytest.approx(1.7)
+    assert (second.old_leader, second.new_leader, second.cause) == ("b", "b", "quorum lost")  # re-elected, epoch 3
+
+
+def test_risk_findings_of_an_ensemble():
+    rounds = ensemble_rounds(scripted({"a": "LLxxxxxxN", "b": "FFNLLLxxL", "c": "FFNFFNNNF"},
+                                      {0: 1, 1: 1, 3: 2, 4: 2, 5: 2, 8: 3}), members=3)
+    found = ensemble_risks(rounds)
+    codes = sorted(found["code"])
+    assert codes == ["zk.bare-majority", "zk.bare-majority", "zk.quorum-lost"]
+    lost = found[found["code"] == "zk.quorum-lost"].iloc[0]
+    assert lost["observations"] == 2 and "c not-serving" in lost["message"]
+    single = ensemble_risks(ensemble_rounds(frame([server(0, "solo", "standalone", quorum_size=None)]), members=1))
+    assert list(single["code"]) == ["zk.ensemble-too-small"]
+
+
+def test_election_time_as_zookeeper_measured_it():
+    rows = [server(0, "a", "leader", epoch=1, synced=2, leader_uptime=5000, elections=1, election_sum=200),
+            server(1, "a", "follower", elections=2, election_sum=900),  # 2nd election took 700 ms
+            server(1, "b", "leader", epoch=2, synced=1, leader_uptime=400, elections=4, election_sum=1000)]
+    rounds = ensemble_rounds(frame(rows), members=3)
+    assert rounds["leader_election_ms"].tolist() == [200.0, 250.0]  # b: fresh to us, 1000 / 4
+
+
+def test_latency_and_outstanding_spikes():
+    rows = [server(i, "a", "follower", requests_total=100 * i, request_latency_sum_ms=lat, max_latency_ms=mx,
+                   outstanding_requests=out)
+            for i, (lat, mx, out) in enumerate([(0, 5, 0), (200, 5, 0), (30200, 900, 12), (30400, 900, 0)])]
+    found = server_spikes(frame(rows), latency_ms=100.0, outstanding=10)
+    assert sorted(zip(found["code"], found["value"])) == [("zk.latency-spike", 300.0), ("zk.outstanding-spike", 12.0)]
+
+
+def coord(ts: float, count: int, holder: str | None, raw: int | None, mtime: float | None = None, answered=True) -> dict:
+    return {"ts": t(ts), "ensemble": "ens", "namespace": "artemis", "node_id": "N1", "answered": answered,
+            "lease_count": count, "holder_session": holder, "lease_sessions": holder, "sequence_raw": raw,
+            "sequence_mtime": t(mtime) if mtime is not None else None}
+
+
+def test_lock_findings():
+    rows = [coord(0, 1, "0xa", 1), coord(1, 2, "0xa", 1), coord(2, 1, "0xa", 1), coord(3, 0, None, 1),
+            coord(4, 0, None, 1, answered=False), coord(5, 1, "0xb", -2, mtime=4.5), coord(6, 1, "0xb", -2, mtime=4.5),
+            coord(7, 1, "0xb", 2), coord(8, 1, "0xb", -3, mtime=8), coord(9, 1, "0xb", 3)]
+    found = lock_findings(frame(rows), claim_grace_s=1.0)
+    got = sorted((f.code, f.severity, f.start_ts.second, f.end_ts.second) for f in found.itertuples())
+    assert got == [("zk.lease-count", "info", 1, 1),  # one snapshot of 2: a candidate's try, not (yet) two primaries
+                   ("zk.lease-count", "warn", 3, 3),  # no lease (the unanswered snapshot at 4 proves nothing)
+                   ("zk.lease-vanished", "warn", 2, 3),
+                   ("zk.sequence-claim-lingering", "error", 5, 6)]  # 1.5 s ≥ grace; the claim at 8 lasted < 1 s
+    assert "vanished" in found[found["code"] == "zk.lease-vanished"]["message"].iloc[0]
+
+
+def test_lock_handover_between_sessions():
+    found = lock_findings(frame([coord(0, 1, "0xa", 1), coord(1, 0, None, 1), coord(2, 1, "0xb", 2)]))
+    assert sorted(found["code"]) == ["zk.lease-count", "zk.lease-vanished"]
+    found = lock_findings(frame([coord(0, 1, "0xa", 1), coord(1, 1, "0xb", 2)]))
+    (h,) = found.itertuples()
+    assert h.code == "zk.lock-handover" and h.instance == "0xa" and "0xa to 0xb" in h.message
+
+
+def test_a_zookeeper_server_pause_is_linked_to_the_election_it_caused(spark):
+    def df(rows, contract):
+        full = [{c: r.get(c) for c in contract.column_names} for r in rows]
+        return spark.createDataFrame(full, contract.spark_schema())
+
+    gc = df([{"finding_id": "g1", "code": "gc.pause-over-third-session", "severity": "error", "target": "zk2",
+              "ts": t(10), "file_id": "f", "value": 4000.0, "threshold": 6000.0, "unit": "ms", "message": "m"},
+             {"finding_id": "g2", "code": "gc.pause-over-third-session", "severity": "error", "target": "zk2",
+              "ts": t(100), "file_id": "f", "value": 4000.0, "threshold": 6000.0, "unit": "ms", "message": "m"}],
+            GC_FINDINGS)
+    el = df([{"election_id": "e1", "ensemble": "ens", "old_leader": "zk2", "old_epoch": 4, "new_leader": "zk1",
+              "new_epoch": 5, "old_last_seen": t(11), "old_gone_seen": t(12), "new_first_seen": t(13),
+              "duration_upper_s": 2.0, "cause": "old leader unanswered"}], ZK_ELECTIONS)
+    servers = df([{"obs_key": "k", "ts": t(0), "obs_date": "2026-11-22", "ensemble": "ens", "instance": "zk2",
+                   "reachable": True, "state": "leader"}], ZK_SERVER_STATE)
+    empty_findings = spark.createDataFrame([], ZK_FINDINGS.spark_schema())
+    empty_state = spark.createDataFrame([], BROKER_STATE.spark_schema())
+    links = gc_links(gc, empty_findings, el, empty_state, servers, slack_s=1.0).collect()
+    assert [(r.code, r.instance, r.related) for r in links] == [("zk.gc-pause-election", "zk2", "g1,e1")]
+    assert "paused 4000 ms (GC)" in links[0].message and "elected zk1 (epoch 5)" in links[0].message
+
+
+def test_timeline_entries_for_elections_quorum_and_locks():
+    from brokerscope.timeline import build_timeline, render_text
+    from lakehouse.store import conform_arrow
+    from lakehouse.tables import (
+        FAILOVER_EVENTS, ROLE_INTERVALS, SPLIT_BRAIN_WINDOWS, ZK_QUORUM,
+    )
+
+    def table(contract, rows):
+        return conform_arrow(contract, [{c: r.get(c) for c in contract.column_names} for r in rows])
+
+    quorum = table(ZK_QUORUM, [{"interval_id": "q", "ensemble": "ens", "status": "lost", "start_ts": t(5),
+                                "start_lower": t(4.5), "end_ts": t(9), "rounds": 9, "voters": 3,
+                                "bare_majority": False, "is_open": False}])
+    elected = {"ensemble": "ens", "old_epoch": 1, "new_epoch": 2, "old_last_seen": t(1), "old_gone_seen": t(1.5),
+               "new_first_seen": t(2), "duration_upper_s": 0.8, "duration_lower_s": 0.3, "zk_election_ms": 450.0}
+    el = table(ZK_ELECTIONS, [
+        dict(elected, election_id="e1", old_leader="a", new_leader="b", elected_at=t(1.8), cause="old leader unanswered"),
+        dict(elected, election_id="e2", old_leader="b", new_leader="c", elected_at=t(9.5), new_epoch=3,
+             old_last_seen=t(4.5), old_gone_seen=t(5), new_first_seen=t(9.6), duration_upper_s=5.0,
+             duration_lower_s=4.5, quorum_lost_s=4.6, cause="quorum lost")])
+    found = table(ZK_FINDINGS, [{"finding_id": "f", "code": "zk.lock-handover", "severity": "info", "group_name": "N1",
+                                 "instance": "0xa", "node_id": "N1", "start_ts": t(3), "end_ts": t(3.5),
+                                 "observations": 2, "message": "NodeID N1: primary lock handed over from session 0xa to 0xb"}])
+    empty = [table(c, []) for c in (ROLE_INTERVALS, FAILOVER_EVENTS, SPLIT_BRAIN_WINDOWS, BROKER_STATE)]
+    entries = build_timeline(*empty, zk_tables={"zk_quorum": quorum, "zk_elections": el, "zk_findings": found})
+    assert [e.what for e in entries] == ["zk-lock-handover", "zk-election", "zk-quorum-lost", "zk-quorum-back"]
+    text = render_text(entries)
+    assert "election: b leads (epoch 2); a (epoch 1) stopped answering between 01:00:01.0 and 01:00:01.5 — took ≤ 0.80 s, ≥ 0.30 s; ZooKeeper measured 450 ms" in text
+    assert "quorum back: c leads (epoch 3) after 4.60 s without quorum" in text
+    assert "QUORUM LOST: ensemble ens" in text and "(lost between 01:00:04.5 and 01:00:05.0)" in text
