@@ -25,9 +25,12 @@ boundary is just a restarted JVM log to the parsers (time stamps jump back, GC i
     legacy-g1-stopped gctoolkit/preunified/g1gc/details/solaris/rightmove_parse_errors.log  JDK 8
                       G1 with datestamps and PrintGCApplicationStoppedTime
 
-What is timed (wall clock, process pinned to one CPU with ``os.sched_setaffinity``; the best of
-``--repeat`` rounds for plain iteration and our parser, which alternate; jvmind-ce runs once
-per log unless ``--jvmind-repeat``):
+What is timed (process pinned to one CPU with ``os.sched_setaffinity``; the best of ``--repeat``
+rounds for plain iteration and our parser, which alternate; jvmind-ce runs once per log unless
+``--jvmind-repeat``).  Each run is measured in CPU time of the process (``time.process_time``)
+and in wall clock: MB/s and ratios are given for both, CPU time first -- on a shared machine
+the wall clock also counts the time other processes held the core (it varied 2-3x between
+runs here), CPU time is the one-core throughput:
 
     plain     ``for line in open(path, encoding="utf-8", errors="replace"): pass`` -- the ceiling
     ours      ``for ev in iter_events(open_log(path), parser=GcLogParser()): n += 1`` -- the
@@ -40,12 +43,15 @@ per log unless ``--jvmind-repeat``):
 
 MB = 10**6 bytes of the file; lines/s counts the file's lines for every tool.  "events" are each
 tool's own: ours counts every GcEvent (pauses, concurrent phases and cycles, safepoints), jvmind
-its ``events`` list -- a tool that finds far fewer events than the log has is flagged, as its
-speed then says little.  Targets (issue P3): ours >= 10x jvmind-ce and >= 25 % of plain
-iteration, per format, from the same run.
+its ``events`` list; "pauses" are stop-the-world GC pauses (ours: ``GcEvent.is_pause``, jvmind:
+events not ``is_concurrent``).  A tool that finds less than half of our pauses is flagged, as
+its speed then says little.  (jvmind-ce keys events by GC id, so the repeated copies of a
+unified log collapse into one copy's ids there.)  Targets (issue P3): ours >= 10x jvmind-ce
+and >= 25 % of plain iteration, per format, from the same run.
 
-The machine may be shared and noisy: compare the ratios printed by one run, not MB/s across runs.
-Runtime with the defaults: about 3-5 minutes (mostly jvmind-ce).
+Compare the ratios printed by one run, not MB/s across runs.
+Runtime with the defaults: about 2.5 minutes on 2 shared cores (mostly jvmind-ce); figures and
+what they mean in BENCHMARKS.md, section "GC parser (P3)".
 """
 
 from __future__ import annotations
@@ -108,22 +114,37 @@ def build(src: str, dst: str, target_bytes: int) -> tuple[int, int]:
     return copies, written
 
 
-def time_plain(path: str) -> float:
-    t = time.perf_counter()
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for _line in f:
-            pass
-    return time.perf_counter() - t
+class Clock:
+    """Wall clock and this process's CPU time (the machine may be shared: CPU time is what one
+    core spent on the work, wall clock also counts the time other processes had the core)."""
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w
+        self.cpu = time.process_time() - self.c
+
+
+def time_plain(path: str) -> Clock:
+    with Clock() as clk:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for _line in f:
+                pass
+    return clk
 
 
 def time_ours(path: str):
-    t = time.perf_counter()
-    p = GcLogParser()
-    n = 0
-    with open_log(path) as fh:
-        for _ev in iter_events(fh, parser=p):
-            n += 1
-    return time.perf_counter() - t, n, p.stats
+    n = pauses = 0
+    with Clock() as clk:
+        p = GcLogParser()
+        with open_log(path) as fh:
+            for ev in iter_events(fh, parser=p):
+                n += 1
+                if ev.is_pause:
+                    pauses += 1
+    return clk, n, pauses, p.stats
 
 
 def load_jvmind():
@@ -141,12 +162,18 @@ def load_jvmind():
 
 
 def time_jvmind(parse_gc_log, path: str):
-    t = time.perf_counter()
-    with open(path, "rb") as f:
-        text = f.read().decode("utf-8", errors="replace")
-    res = parse_gc_log(text)
-    dt = time.perf_counter() - t
-    return dt, len(res.get("events") or []), res
+    with Clock() as clk:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+        res = parse_gc_log(text)
+    events = res.get("events") or []
+    pauses = sum(1 for e in events if not getattr(e, "is_concurrent", False))
+    return clk, len(events), pauses, res.get("collector")
+
+
+def _best(cur, clk):
+    """The faster of two measurements (by CPU time)."""
+    return clk if cur is None or clk.cpu < cur.cpu else cur
 
 
 def cpu_model() -> str:
@@ -196,62 +223,60 @@ def main() -> None:
             copies, size = build(src, dst, int(args.mb * 1e6))
             mb = size / 1e6
             print(f"\n## {name}: {label}\n   source {rel} x{copies} copies -> {mb:.1f} MB", flush=True)
-            best_plain = best_ours = float("inf")
-            n_ours = stats = None
+            plain = ours = None
             for _ in range(args.repeat):
                 _gc.collect()
-                best_plain = min(best_plain, time_plain(dst))
+                clk = time_plain(dst)
+                plain = _best(plain, clk)
                 _gc.collect()
-                dt, n_ours, stats = time_ours(dst)
-                best_ours = min(best_ours, dt)
+                clk, n_ours, p_ours, stats = time_ours(dst)
+                ours = _best(ours, clk)
             lines = stats.lines_total
-            jv = None
+            jv = jv_err = None
             if parse_gc_log is not None:
-                best_jv = float("inf")
                 for _ in range(args.jvmind_repeat):
                     _gc.collect()
                     try:
-                        dt, n_jv, res = time_jvmind(parse_gc_log, dst)
+                        clk, n_jv, p_jv, jv_coll = time_jvmind(parse_gc_log, dst)
                     except Exception as exc:  # noqa: BLE001 - a tool that cannot parse: say so
-                        jv = ("error", f"{type(exc).__name__}: {exc}")
+                        jv_err = f"{type(exc).__name__}: {exc}"
                         break
-                    best_jv = min(best_jv, dt)
-                    jv = (best_jv, n_jv, res.get("collector"))
-                    del res
-            print(f"   {'tool':8s} {'MB/s':>9s} {'lines/s':>11s} {'events':>9s}")
-            print(f"   {'plain':8s} {mb / best_plain:9.1f} {lines / best_plain:11,.0f} {'-':>9s}")
-            print(f"   {'ours':8s} {mb / best_ours:9.2f} {lines / best_ours:11,.0f} {n_ours:9,d}"
+                    jv = _best(jv, clk)
+            print(f"   {'tool':8s} {'MB/s cpu':>9s} {'lines/s cpu':>12s} {'MB/s wall':>10s} {'events':>9s} {'pauses':>8s}")
+            print(f"   {'plain':8s} {mb / plain.cpu:9.1f} {lines / plain.cpu:12,.0f} {mb / plain.wall:10.1f} {'-':>9s} {'-':>8s}")
+            print(f"   {'ours':8s} {mb / ours.cpu:9.2f} {lines / ours.cpu:12,.0f} {mb / ours.wall:10.2f} {n_ours:9,d} {p_ours:8,d}"
                   f"   coverage {stats.coverage:.2%}")
-            row = {"name": name, "mb": mb, "plain": mb / best_plain, "ours": mb / best_ours}
-            if jv is None:
+            row = {"name": name, "mb": mb, "plain": mb / plain.cpu, "ours": mb / ours.cpu,
+                   "plain_w": mb / plain.wall, "ours_w": mb / ours.wall}
+            if parse_gc_log is None:
                 print(f"   {'jvmind':8s} {'n/a':>9s}   {jv_ver}")
-            elif jv[0] == "error":
-                print(f"   {'jvmind':8s} cannot parse: {jv[1]}")
+            elif jv_err is not None:
+                print(f"   {'jvmind':8s} cannot parse: {jv_err}")
             else:
                 note = ""
-                if jv[1] < 0.5 * n_ours:
-                    note = f"   <- finds {jv[1] / max(n_ours, 1):.0%} of our events (collector {jv[2]!r})"
-                print(f"   {'jvmind':8s} {mb / jv[0]:9.2f} {lines / jv[0]:11,.0f} {jv[1]:9,d}{note}")
-                row["jvmind"] = mb / jv[0]
-                row["jv_note"] = bool(note)
-            ratio_jv = row["ours"] / row["jvmind"] if "jvmind" in row else None
-            ratio_plain = row["ours"] / row["plain"]
-            print(f"   ours / jvmind-ce = {ratio_jv:.1f}x (target >= 10x)" if ratio_jv else "   ours / jvmind-ce = n/a")
-            print(f"   ours / plain     = {ratio_plain:.1%} (target >= 25 %)", flush=True)
-            row["r_jv"], row["r_plain"] = ratio_jv, ratio_plain
+                if p_jv < 0.5 * p_ours:
+                    note = f"   <- finds {p_jv / max(p_ours, 1):.0%} of the pauses (collector {jv_coll!r})"
+                print(f"   {'jvmind':8s} {mb / jv.cpu:9.2f} {lines / jv.cpu:12,.0f} {mb / jv.wall:10.2f} {n_jv:9,d} {p_jv:8,d}{note}")
+                row["jvmind"], row["jvmind_w"], row["jv_note"] = mb / jv.cpu, mb / jv.wall, bool(note)
+            row["r_jv"] = row["ours"] / row["jvmind"] if "jvmind" in row else None
+            row["r_jv_w"] = row["ours_w"] / row["jvmind_w"] if "jvmind" in row else None
+            row["r_plain"], row["r_plain_w"] = row["ours"] / row["plain"], row["ours_w"] / row["plain_w"]
+            if row["r_jv"]:
+                print(f"   ours / jvmind-ce = {row['r_jv']:.1f}x cpu, {row['r_jv_w']:.1f}x wall (target >= 10x)")
+            print(f"   ours / plain     = {row['r_plain']:.1%} cpu, {row['r_plain_w']:.1%} wall (target >= 25 %)", flush=True)
             rows.append(row)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    print("\n## summary (MB/s; ratios from this run)")
-    print(f"   {'log':18s} {'plain':>8s} {'ours':>8s} {'jvmind':>8s} {'ours/jv':>8s} {'ours/plain':>10s}")
+    print("\n## summary (MB/s of CPU time on one core; ratios from this run, CPU time / wall clock)")
+    print(f"   {'log':18s} {'plain':>8s} {'ours':>8s} {'jvmind':>8s} {'ours/jvmind':>14s} {'ours/plain':>15s}")
     for r in rows:
         jvs = f"{r['jvmind']:8.2f}" if "jvmind" in r else f"{'n/a':>8s}"
-        rj = f"{r['r_jv']:7.1f}x" if r["r_jv"] else f"{'n/a':>8s}"
+        rj = f"{r['r_jv']:6.1f}x/{r['r_jv_w']:5.1f}x" if r["r_jv"] else f"{'n/a':>13s}"
         flag = "*" if r.get("jv_note") else " "
-        print(f"   {r['name']:18s} {r['plain']:8.1f} {r['ours']:8.2f} {jvs} {rj}{flag} {r['r_plain']:9.1%}")
+        print(f"   {r['name']:18s} {r['plain']:8.1f} {r['ours']:8.2f} {jvs} {rj}{flag} {r['r_plain']:6.1%}/{r['r_plain_w']:6.1%}")
     if any(r.get("jv_note") for r in rows):
-        print("   * jvmind-ce finds less than half of the events there (see above)")
+        print("   * jvmind-ce finds less than half of the stop-the-world pauses in that log (see above)")
     print(f"# total {time.perf_counter() - t_start:.0f} s; loadavg {os.getloadavg()[0]:.1f}")
 
 

@@ -71,14 +71,10 @@ def cmd_replay(args) -> int:
 
 def cmd_analyze(args) -> int:
     from brokerscope.analyze import analyze
-    from brokerscope.gc_cli import has_gc_data, run_analysis
 
     cfg = _load(args)
     say = lambda m: print(f"· {m}", file=sys.stderr)  # noqa: E731
-    mode = getattr(args, "mode", "auto")
-    # GC first: the ZooKeeper job links lost sessions to gc_findings
-    counts = run_analysis(cfg, mode=mode, progress=say) if has_gc_data(cfg) else {}
-    counts.update(analyze(cfg, mode=mode, progress=say))
+    counts = analyze(cfg, mode=getattr(args, "mode", "auto"), progress=say, full=getattr(args, "full", False))
     for name, n in counts.items():
         print(f"{name}: {n} rows")
     return 0
@@ -154,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = with_config(sub.add_parser("analyze", help="run the Spark jobs: bronze → silver → gold"))
     sp.add_argument("--mode", choices=["auto", "native", "bridge"], default="auto", help="Delta access from Spark")
+    sp.add_argument("--full", action="store_true", help="recompute everything, not only what new bronze rows change")
     sp.set_defaults(func=cmd_analyze)
 
     sp = with_config(sub.add_parser("timeline", help="tell what the HA machinery did, in plain words"))

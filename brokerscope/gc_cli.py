@@ -176,13 +176,6 @@ def _spark_lakehouse(cfg: Config, mode: str = "auto"):
     return SparkLakehouse(spark_session(), Lakehouse(cfg.lakehouse_root()), mode=mode)
 
 
-def has_gc_data(cfg: Config) -> bool:
-    from lakehouse.store import Lakehouse
-
-    lh = Lakehouse(cfg.lakehouse_root())
-    return lh.exists("bronze_gc_lines") or lh.exists("gc_events")
-
-
 def run_analysis(cfg: Config, mode: str = "auto", full: bool = False, progress=None) -> dict[str, int]:
     from lakehouse.jobs.gc import run_gc
 

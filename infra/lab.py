@@ -110,7 +110,7 @@ def agent_build_dir() -> Path:
     return Path(override) if override else AGENT_SRC_DIR / "build"
 
 
-def _java_tool(name: str) -> str:
+def java_tool(name: str) -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / name).exists():
         return str(Path(java_home) / "bin" / name)
@@ -178,7 +178,7 @@ def build_agent(force: bool = False) -> Path:
             classes.mkdir()
             cp = os.pathsep.join(str(d) for d in deps)
             cmd = [
-                _java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn",
+                java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn",
                 "-cp", cp, "-d", str(classes), *map(str, sources),
             ]
             res = subprocess.run(cmd, capture_output=True, text=True)
@@ -205,7 +205,7 @@ def build_agent(force: bool = False) -> Path:
             )
             tmp_jar = tmp / AGENT_JAR_NAME
             res = subprocess.run(
-                [_java_tool("jar"), "--create", "--file", str(tmp_jar), "--manifest", str(manifest),
+                [java_tool("jar"), "--create", "--file", str(tmp_jar), "--manifest", str(manifest),
                  "-C", str(classes), "."],
                 capture_output=True, text=True,
             )
@@ -369,13 +369,13 @@ def stomp_send(
 # --------------------------------------------------------------------------------------------------
 
 
-def _free_port(host: str = "127.0.0.1") -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def _cmdline(pid: int) -> list[str]:
+def cmdline(pid: int) -> list[str]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -383,7 +383,7 @@ def _cmdline(pid: int) -> list[str]:
     return [p.decode("utf-8", "replace") for p in raw.split(b"\0") if p]
 
 
-def _proc_state(pid: int) -> str | None:
+def proc_state(pid: int) -> str | None:
     """Single-letter state from /proc/<pid>/stat (R, S, T, Z, ...) or None if gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -392,21 +392,21 @@ def _proc_state(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[0]
 
 
-def _marker_args(workdir: Path, name: str) -> tuple[str, str]:
+def marker_args(workdir: Path, name: str) -> tuple[str, str]:
     return f"-Dbrokerscope.lab={workdir}", f"-Dbrokerscope.broker={name}"
 
 
-def _is_our_java(pid: int, workdir: Path, name: str) -> bool:
+def is_our_java(pid: int, workdir: Path, name: str) -> bool:
     """True if pid is alive (not a zombie) and is the java process of ``name`` in ``workdir``."""
-    if _proc_state(pid) in (None, "Z", "X"):
+    if proc_state(pid) in (None, "Z", "X"):
         return False
-    args = _cmdline(pid)
+    args = cmdline(pid)
     if not args or not os.path.basename(args[0]).startswith("java"):
         return False
-    return all(m in args for m in _marker_args(workdir, name))
+    return all(m in args for m in marker_args(workdir, name))
 
 
-def _tail(path: Path, lines: int = 40) -> str:
+def tail(path: Path, lines: int = 40) -> str:
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -452,7 +452,7 @@ def _render(template: str, values: dict[str, str]) -> str:
     return text
 
 
-def _signal_pid(pid: int, sig: int) -> bool:
+def signal_pid(pid: int, sig: int) -> bool:
     try:
         os.kill(pid, sig)
         return True
@@ -505,13 +505,13 @@ class ActiveMQPair:
         self.heap = heap
         self.jolokia_user = jolokia_user
         self.jolokia_password = jolokia_password
-        self.java = java or _java_tool("java")
+        self.java = java or java_tool("java")
         self.extra_jvm_args = tuple(extra_jvm_args)
         self.stop_grace = stop_grace
         self.kahadb_dir = self.workdir / "shared" / "kahadb"
         self._jolokia_ports = dict(zip(self.names, (int(p) for p in jolokia_ports)))
-        self._openwire_ports = {n: (int(p) or _free_port()) for n, p in zip(self.names, openwire_ports)}
-        self._stomp_ports = {n: (int(p) or _free_port()) for n, p in zip(self.names, stomp_ports)}
+        self._openwire_ports = {n: (int(p) or free_port()) for n, p in zip(self.names, openwire_ports)}
+        self._stomp_ports = {n: (int(p) or free_port()) for n, p in zip(self.names, stomp_ports)}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._brokers: dict[str, BrokerProcess] = {}
         self._atexit_registered = False
@@ -580,7 +580,7 @@ class ActiveMQPair:
         if self._alive(name):
             return self._brokers[name]
         rec = self._read_pids().get(name)
-        if rec and _is_our_java(int(rec["pid"]), self.workdir, name):
+        if rec and is_our_java(int(rec["pid"]), self.workdir, name):
             raise LabError(
                 f"broker {name} of {self.workdir} is already running as pid {rec['pid']} (started by another "
                 f"process); stop it first: python -m infra.lab stop --workdir {self.workdir}"
@@ -634,7 +634,7 @@ class ActiveMQPair:
             "-Duser.timezone=UTC",
             "-Dsun.net.httpserver.nodelay=true",
             "-Djava.awt.headless=true",
-            *_marker_args(self.workdir, name),
+            *marker_args(self.workdir, name),
             agent_arg,
             f"-Dlog4j.configuration=file:{conf / 'log4j.xml'}",
             f"-Dactivemq.home={ACTIVEMQ_HOME}",
@@ -690,8 +690,8 @@ class ActiveMQPair:
         for name in names:
             pid = self._pid_of(name)
             if pid is not None and self._verify(name, pid):
-                _signal_pid(pid, signal.SIGTERM)
-                _signal_pid(pid, signal.SIGCONT)  # a SIGSTOPped JVM must run to handle SIGTERM
+                signal_pid(pid, signal.SIGTERM)
+                signal_pid(pid, signal.SIGCONT)  # a SIGSTOPped JVM must run to handle SIGTERM
                 pending[name] = pid
         deadline = time.monotonic() + self.stop_grace
         while pending and time.monotonic() < deadline:
@@ -701,7 +701,7 @@ class ActiveMQPair:
             time.sleep(0.05)
         for name, pid in pending.items():
             if self._verify(name, pid):
-                _signal_pid(pid, signal.SIGKILL)
+                signal_pid(pid, signal.SIGKILL)
         for name, pid in pending.items():
             self._wait_gone(name, pid, 10)
         for proc in self._procs.values():
@@ -728,7 +728,7 @@ class ActiveMQPair:
         """Send ``sig`` to the broker's JVM; returns its pid. Waits for exit for SIGKILL by default."""
         pid = self._require_pid(name)
         if sig == signal.SIGTERM:
-            _signal_pid(pid, signal.SIGCONT)
+            signal_pid(pid, signal.SIGCONT)
         os.kill(pid, sig)
         if wait if wait is not None else sig == signal.SIGKILL:
             self._wait_gone(name, pid, 30)
@@ -750,7 +750,7 @@ class ActiveMQPair:
         b = self._brokers.get(name)
         if b is None or not b.jolokia_url or not self._alive(name):
             return "down"
-        if _proc_state(b.pid) == "T":  # stopped (SIGSTOP): would only time out
+        if proc_state(b.pid) == "T":  # stopped (SIGSTOP): would only time out
             return "down"
         try:
             status, body = jolokia_request(
@@ -795,13 +795,13 @@ class ActiveMQPair:
                 raise LabError(
                     f"broker {name} exited with code {proc.returncode} while waiting {what}.\n"
                     f"--- tail of {self.workdir / name / 'broker.log'} ---\n"
-                    f"{_tail(self.workdir / name / 'broker.log')}"
+                    f"{tail(self.workdir / name / 'broker.log')}"
                 )
             if time.monotonic() >= deadline:
                 raise LabError(
                     f"timeout after {timeout:.1f}s waiting for {name} {what} (last role: {last}).\n"
                     f"--- tail of {self.workdir / name / 'broker.log'} ---\n"
-                    f"{_tail(self.workdir / name / 'broker.log')}"
+                    f"{tail(self.workdir / name / 'broker.log')}"
                 )
             time.sleep(0.05)
 
@@ -819,21 +819,21 @@ class ActiveMQPair:
                 pass
             if time.monotonic() >= next_log_check:
                 next_log_check = time.monotonic() + 0.25
-                tail = _tail(log, 200)
-                if "[brokerscope-jolokia] agent failed to start" in tail.rsplit("==== ", 1)[-1]:
+                recent = tail(log, 200)
+                if "[brokerscope-jolokia] agent failed to start" in recent.rsplit("==== ", 1)[-1]:
                     raise LabError(
-                        f"Jolokia agent of {name} failed to start.\n--- tail of {log} ---\n{_tail(log)}"
+                        f"Jolokia agent of {name} failed to start.\n--- tail of {log} ---\n{tail(log)}"
                     )
             if proc.poll() is not None:
                 raise LabError(
                     f"broker {name} exited with code {proc.returncode} before its Jolokia agent listened.\n"
                     f"--- tail of {self.workdir / name / 'broker.log'} ---\n"
-                    f"{_tail(self.workdir / name / 'broker.log')}"
+                    f"{tail(self.workdir / name / 'broker.log')}"
                 )
             time.sleep(0.02)
         raise LabError(
             f"timeout after {timeout:.1f}s waiting for the Jolokia agent of {name} ({port_file}).\n"
-            f"--- tail of {self.workdir / name / 'broker.log'} ---\n{_tail(self.workdir / name / 'broker.log')}"
+            f"--- tail of {self.workdir / name / 'broker.log'} ---\n{tail(self.workdir / name / 'broker.log')}"
         )
 
     def _register_atexit(self) -> None:
@@ -846,7 +846,7 @@ class ActiveMQPair:
         return b.pid if b is not None else None
 
     def _verify(self, name: str, pid: int) -> bool:
-        return _is_our_java(pid, self.workdir, name)
+        return is_our_java(pid, self.workdir, name)
 
     def _alive(self, name: str) -> bool:
         b = self._brokers.get(name)
@@ -881,11 +881,11 @@ class ActiveMQPair:
         pid = self._pid_of(name)
         if pid is None or not self._verify(name, pid):
             return
-        _signal_pid(pid, sig)
+        signal_pid(pid, sig)
         with contextlib.suppress(LabError):
             self._wait_gone(name, pid, grace)
         if self._verify(name, pid):
-            _signal_pid(pid, signal.SIGKILL)
+            signal_pid(pid, signal.SIGKILL)
             self._wait_gone(name, pid, 10)
 
     def _read_pids(self) -> dict[str, dict[str, Any]]:
@@ -917,17 +917,17 @@ def stop_recorded(workdir: Path, grace: float = 15.0) -> list[int]:
     targets = {
         name: int(rec["pid"])
         for name, rec in recs.items()
-        if _is_our_java(int(rec["pid"]), workdir, name)
+        if is_our_java(int(rec["pid"]), workdir, name)
     }
     for pid in targets.values():
-        _signal_pid(pid, signal.SIGTERM)
-        _signal_pid(pid, signal.SIGCONT)
+        signal_pid(pid, signal.SIGTERM)
+        signal_pid(pid, signal.SIGCONT)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_is_our_java(p, workdir, n) for n, p in targets.items()):
+    while time.monotonic() < deadline and any(is_our_java(p, workdir, n) for n, p in targets.items()):
         time.sleep(0.05)
     for name, pid in targets.items():
-        if _is_our_java(pid, workdir, name):
-            _signal_pid(pid, signal.SIGKILL)
+        if is_our_java(pid, workdir, name):
+            signal_pid(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         pids_file.unlink()
     return list(targets.values())
@@ -995,7 +995,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, rec in sorted(recs.items()):
             pid = int(rec["pid"])
             role = "down"
-            if _is_our_java(pid, workdir, name) and rec.get("jolokia_url"):
+            if is_our_java(pid, workdir, name) and rec.get("jolokia_url"):
                 try:
                     _, body = jolokia_request(
                         rec["jolokia_url"],

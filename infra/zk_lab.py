@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from infra.lab import LabError, _free_port, _is_our_java, _java_tool, _marker_args, _proc_state, _signal_pid, _tail
+from infra.lab import LabError, free_port, is_our_java, java_tool, marker_args, proc_state, signal_pid, tail
 
 __all__ = ["ZkEnsemble", "ZkNode", "LockManagerStandIn", "four_letter_word", "stop_recorded", "encode_sequence"]
 
@@ -138,10 +138,10 @@ class ZkEnsemble:
         self.tick_ms, self.init_limit, self.sync_limit = tick_ms, init_limit, sync_limit
         self.heap = heap
         self.max_session_ms = max_session_ms
-        self.java = java or _java_tool("java")
+        self.java = java or java_tool("java")
         self.stop_grace = stop_grace
         self.nodes: dict[str, ZkNode] = {
-            f"zk{i}": ZkNode(f"zk{i}", i, _free_port(), _free_port(), _free_port(), _free_port())
+            f"zk{i}": ZkNode(f"zk{i}", i, free_port(), free_port(), free_port(), free_port())
             for i in range(1, size + 1)
         }
         self._whitelist = {
@@ -193,7 +193,7 @@ class ZkEnsemble:
         if self.is_running(name):
             return node
         rec = self._read_pids().get(name)
-        if rec and _is_our_java(int(rec["pid"]), self.workdir, name):
+        if rec and is_our_java(int(rec["pid"]), self.workdir, name):
             raise LabError(f"node {name} of {self.workdir} already runs as pid {rec['pid']} (another process); "
                            f"stop it first: python -m infra.zk_lab stop --workdir {self.workdir}")
         missing = [str(p) for p in (ZK_JAR, SERVLET_API_JAR) if not p.exists()]
@@ -211,7 +211,7 @@ class ZkEnsemble:
             self.java, f"-Xmx{self.heap}", "-XX:+UseSerialGC",
             f"-Xlog:gc*,safepoint:file={ndir / 'gc.log'}:time,uptime,level,tags:filecount=3,filesize=5m",
             "-Duser.timezone=UTC", "-Djava.awt.headless=true",
-            *_marker_args(self.workdir, name),
+            *marker_args(self.workdir, name),
             # a dead peer's election port refuses at once on loopback; keep the connect timeout short anyway
             "-Dzookeeper.cnxTimeout=1000",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -257,8 +257,8 @@ class ZkEnsemble:
         pending: dict[str, int] = {}
         for name, node in self.nodes.items():
             if node.pid and self._verify(name, node.pid):
-                _signal_pid(node.pid, signal.SIGCONT)  # a paused JVM must run to handle SIGTERM
-                _signal_pid(node.pid, signal.SIGTERM)
+                signal_pid(node.pid, signal.SIGCONT)  # a paused JVM must run to handle SIGTERM
+                signal_pid(node.pid, signal.SIGTERM)
                 pending[name] = node.pid
         deadline = time.monotonic() + self.stop_grace
         while pending and time.monotonic() < deadline:
@@ -266,7 +266,7 @@ class ZkEnsemble:
             time.sleep(0.05)
         for name, pid in pending.items():
             if self._verify(name, pid):
-                _signal_pid(pid, signal.SIGKILL)
+                signal_pid(pid, signal.SIGKILL)
             self._wait_gone(name, pid, 10)
         for proc in self._procs.values():
             proc.poll()  # reap: no zombies left behind
@@ -290,7 +290,7 @@ class ZkEnsemble:
         """Send `sig` to the node's JVM; for SIGKILL wait until it is gone. Returns the send time."""
         pid = self._require_pid(name)
         if sig == signal.SIGTERM:
-            _signal_pid(pid, signal.SIGCONT)
+            signal_pid(pid, signal.SIGCONT)
         t = time.time()
         os.kill(pid, sig)
         if sig in (signal.SIGKILL, signal.SIGTERM):
@@ -314,7 +314,7 @@ class ZkEnsemble:
     def mode(self, name: str, timeout: float = 1.0) -> Mode:
         """The node's `srvr` Mode (`not-serving` while it has no quorum), `down` if nothing answers."""
         node = self._node(name)
-        if not self.is_running(name) or _proc_state(node.pid) == "T":
+        if not self.is_running(name) or proc_state(node.pid) == "T":
             return "down"
         try:
             text = four_letter_word(node.client_port, "srvr", timeout=timeout)
@@ -339,10 +339,10 @@ class ZkEnsemble:
             proc = self._procs.get(name)
             if proc is not None and proc.poll() is not None and not pred("down"):
                 raise LabError(f"node {name} exited with code {proc.returncode} while waiting {what}.\n"
-                               f"--- tail of {self.workdir / name / 'node.log'} ---\n{_tail(self.workdir / name / 'node.log')}")
+                               f"--- tail of {self.workdir / name / 'node.log'} ---\n{tail(self.workdir / name / 'node.log')}")
             if time.monotonic() >= deadline:
                 raise LabError(f"timeout after {timeout:.1f}s waiting for {name} {what} (last mode: {m}).\n"
-                               f"--- tail of {self.workdir / name / 'node.log'} ---\n{_tail(self.workdir / name / 'node.log')}")
+                               f"--- tail of {self.workdir / name / 'node.log'} ---\n{tail(self.workdir / name / 'node.log')}")
             time.sleep(0.02)
 
     def wait_for_leader(self, timeout: float = 30, exclude: set[str] = frozenset()) -> tuple[str, float]:
@@ -366,7 +366,7 @@ class ZkEnsemble:
                 return leaders[0]
             time.sleep(0.05)
         raise LabError(f"no quorum within {timeout:.1f}s; modes: {modes}\n"
-                       + "\n".join(f"--- tail of {n}/node.log ---\n{_tail(self.workdir / n / 'node.log', 15)}" for n in modes))
+                       + "\n".join(f"--- tail of {n}/node.log ---\n{tail(self.workdir / n / 'node.log', 15)}" for n in modes))
 
     # ---------------------------------------------------------------- internals
 
@@ -382,7 +382,7 @@ class ZkEnsemble:
             self._atexit_registered = True
 
     def _verify(self, name: str, pid: int) -> bool:
-        return _is_our_java(pid, self.workdir, name)
+        return is_our_java(pid, self.workdir, name)
 
     def _exists(self, name: str, pid: int) -> bool:
         """Reap if it is our child; True while the process exists (and is ours)."""
@@ -426,16 +426,16 @@ def stop_recorded(workdir: Path, grace: float = 10.0) -> list[int]:
         recs = json.loads((workdir / "pids.json").read_text()).get("nodes", {})
     except (OSError, ValueError):
         recs = {}
-    ours = {n: int(r["pid"]) for n, r in recs.items() if _is_our_java(int(r["pid"]), workdir, n)}
+    ours = {n: int(r["pid"]) for n, r in recs.items() if is_our_java(int(r["pid"]), workdir, n)}
     for pid in ours.values():
-        _signal_pid(pid, signal.SIGCONT)
-        _signal_pid(pid, signal.SIGTERM)
+        signal_pid(pid, signal.SIGCONT)
+        signal_pid(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_is_our_java(p, workdir, n) for n, p in ours.items()):
+    while time.monotonic() < deadline and any(is_our_java(p, workdir, n) for n, p in ours.items()):
         time.sleep(0.05)
     for n, pid in ours.items():
-        if _is_our_java(pid, workdir, n):
-            _signal_pid(pid, signal.SIGKILL)
+        if is_our_java(pid, workdir, n):
+            signal_pid(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         (workdir / "pids.json").unlink()
     return list(ours.values())
@@ -541,7 +541,12 @@ def _hold_lease(args: argparse.Namespace) -> int:
     if args.activate:
         lm.activate()
     print(json.dumps({"session": f"0x{lm.session_id:x}", "lease": lease, "uuid": lm.lease_uuid}), flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: (lm.close(), sys.exit(0)))
+
+    def close_and_exit(*_: object) -> None:  # SIGTERM: release like a broker that stops cleanly
+        lm.close()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, close_and_exit)
     while True:
         time.sleep(3600)
 
@@ -607,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         for name, rec in sorted(recs.items()):
             mode = "down"
-            if _is_our_java(int(rec["pid"]), workdir, name):
+            if is_our_java(int(rec["pid"]), workdir, name):
                 with contextlib.suppress(OSError):
                     mode = mode_from_srvr(four_letter_word(rec["client_port"], "srvr"))
             print(f"{name}\tpid={rec['pid']}\tmode={mode}\tclient=127.0.0.1:{rec['client_port']}\t"

@@ -44,7 +44,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -64,6 +64,7 @@ __all__ = [
     "SparkLakehouse",
     "DeltaSparkUnavailableError",
     "spark_schema",
+    "Appended",
 ]
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -89,6 +90,14 @@ def _quiet_analysis_errors():
         yield
     finally:
         log.setLevel(level)
+
+
+class Appended(NamedTuple):
+    """A table's rows split at a version: what it held then, and what commits since appended."""
+
+    old: DataFrame
+    new: DataFrame
+    version: int  # the version `new` reaches
 
 
 class DeltaSparkUnavailableError(RuntimeError):
@@ -287,27 +296,62 @@ class SparkLakehouse:
 
     # -- public --------------------------------------------------------------------------------
 
-    def read(self, name: str) -> DataFrame:
-        """Current snapshot with the contract's columns and types (timestamps as TimestampType,
-        UTC); an empty DataFrame with that schema when the table does not exist yet. Spark
-        reports file-sourced columns as nullable; non-null columns are enforced on write."""
+    def read(self, name: str, version: int | None = None, columns: Sequence[str] | None = None) -> DataFrame:
+        """Current snapshot (or the one at `version`) with the contract's columns and types
+        (timestamps as TimestampType, UTC); an empty DataFrame with that schema when the table
+        does not exist yet. Spark reports file-sourced columns as nullable; non-null columns are
+        enforced on write. `columns`: only these (the bridge then skips attaching partition
+        values when none is asked for)."""
         c = contract(name)
-        dt = self.lakehouse._open(name)
+        dt = self.lakehouse._open(name) if version is None else self._open_version(name, version)
         if dt is None:
-            return self._empty(c)
+            return _project(self._empty(c), columns)
         if self.mode == "native":
-            df = self.spark.read.format("delta").load(self._spark_uri(name))
-            return self._to_contract(c, df)
-        return self._bridge_read(c, dt)
+            reader = self.spark.read.format("delta")
+            if version is not None:
+                reader = reader.option("versionAsOf", version)
+            return _project(self._to_contract(c, reader.load(self._spark_uri(name))), columns)
+        return self._bridge_read(c, dt, columns=columns)
+
+    def read_appended(self, name: str, since_version: int, columns: Sequence[str] | None = None) -> Appended | None:
+        """The rows as of `since_version` and the rows committed after it, when every commit
+        since only added files (collectors' appends); None when a commit since removed or
+        rewrote files (an overwrite, a compaction) or that version is gone: the caller then
+        reads the whole table. Both modes read the files delta-rs lists (no change data feed
+        needed)."""
+        c = contract(name)
+        now = self.lakehouse._open(name)
+        try:
+            then = self._open_version(name, since_version)
+        except Exception:  # noqa: BLE001 - log entries cleaned up: cannot tell what is new
+            return None
+        if now is None or then is None:
+            return None
+        old_files = set(pa.table(then.get_add_actions(flatten=True)).column("path").to_pylist())
+        now_files = set(pa.table(now.get_add_actions(flatten=True)).column("path").to_pylist())
+        if not old_files <= now_files:
+            return None
+        try:
+            return Appended(self._bridge_read(c, now, old_files, columns), self._bridge_read(c, now, now_files - old_files, columns),
+                            now.version())
+        except LakehouseError:  # features the file-level read cannot honour: read the table
+            return None
+
+    def _open_version(self, name: str, version: int) -> DeltaTable | None:
+        if self.lakehouse._open(name) is None:
+            return None
+        return DeltaTable(self.lakehouse.uri(name), version=version, storage_options=self.lakehouse.storage_options)
 
     def write(self, name: str, df: DataFrame, mode: Literal["overwrite", "append"] = "overwrite",
-              replace_where: str | None = None) -> int:
+              replace_where: str | None = None, commit_info: dict[str, str] | None = None) -> int:
         """Write `df` (cast/validated to the contract) and return the rows written.
 
         overwrite: replaces the table — or, with `replace_where` (a Spark SQL predicate on the
         partition columns, e.g. ``obs_date >= '2024-05-01'``), only the partitions matching it;
         every row written must match it. Reruns give the same table (idempotent).
-        append: adds the rows. Missing tables are created with the contract's partitioning."""
+        append: adds the rows. Missing tables are created with the contract's partitioning.
+        commit_info: string entries recorded in the commit itself (bridge: top-level commitInfo
+        fields; native: the commit's `userMetadata`, as JSON), e.g. a job's watermark."""
         c = contract(name)
         if mode not in ("overwrite", "append"):
             raise ValueError(f"mode must be 'overwrite' or 'append', not {mode!r}")
@@ -316,8 +360,8 @@ class SparkLakehouse:
         sdf = self._conform(c, df, replace_where)
         dt = self.lakehouse._open(name)
         if self.mode == "native":
-            return self._native_write(c, dt, sdf, mode, replace_where)
-        return self._bridge_write(c, dt, sdf, mode, replace_where)
+            return self._native_write(c, dt, sdf, mode, replace_where, commit_info)
+        return self._bridge_write(c, dt, sdf, mode, replace_where, commit_info)
 
     # -- conversions ---------------------------------------------------------------------------
 
@@ -443,11 +487,15 @@ class SparkLakehouse:
                 c, f"the Spark bridge cannot write this table: it uses {'; '.join(problems)}",
                 "write it with delta-spark (mode='native') or with delta-rs (`Lakehouse`)")
 
-    def _bridge_read(self, c: TableContract, dt: DeltaTable) -> DataFrame:
+    def _bridge_read(self, c: TableContract, dt: DeltaTable, only: set[str] | None = None,
+                     columns: Sequence[str] | None = None) -> DataFrame:
+        """The snapshot's rows (or those of the files in `only`, paths as the log has them)."""
         self._check_bridge_readable(c, dt)
         adds = pa.table(dt.get_add_actions(flatten=True))
+        if only is not None:
+            adds = adds.filter(pa.array([p in only for p in adds.column("path").to_pylist()], pa.bool_()))
         if adds.num_rows == 0:
-            return self._empty(c)
+            return _project(self._empty(c), columns)
         table_schema = pa.schema(dt.schema().to_arrow())
         part_cols = list(dt.metadata().partition_columns)
         data_fields = [f for f in table_schema if f.name not in part_cols and f.name in c.column_names]
@@ -461,7 +509,7 @@ class SparkLakehouse:
         self._check_files_exist(c, rels)
         paths = [r if _is_uri(r) else f"{base}/{r}" for r in rels]
         df = self.spark.read.schema(read_schema).parquet(*[_glob_escape(p) for p in paths])
-        if part_cols:
+        if part_cols and (columns is None or set(part_cols) & set(columns)):
             keys = self._spark_file_keys(df, c, rels)
             take = pa.array([i for _k, i in keys], pa.int64())
             fmap = {"_bridge_file": pa.array([k for k, _i in keys], pa.string()),
@@ -480,7 +528,7 @@ class SparkLakehouse:
                 F.col("_bridge_file"))))
             first = part_cols[0]
             df = df.withColumn(first, F.coalesce(guard, F.col(first))).drop("_bridge_file", "_bridge_hit")
-        return self._to_contract(c, df)
+        return _project(self._to_contract(c, df), columns)
 
     def _check_files_exist(self, c: TableContract, rels: list[str]) -> None:
         """One listing of the table folder instead of a lazy FileNotFound deep inside a job."""
@@ -577,7 +625,7 @@ class SparkLakehouse:
         return files.filter(pa.array(mask, pa.bool_()))
 
     def _bridge_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame, mode: str,
-                      replace_where: str | None) -> int:
+                      replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
         uri = self.lakehouse.uri(c.name)
         if dt is not None:
             self._check_bridge_writable(c, dt)
@@ -601,6 +649,7 @@ class SparkLakehouse:
                 "brokerscope.writer": "spark-bridge",
                 "brokerscope.staging": staging_rel,
                 **({"brokerscope.replaceWhere": replace_where} if replace_where else {}),
+                **(commit_info or {}),
             })
             schema = DeltaSchema.from_arrow(c.schema)
             if dt is None:
@@ -720,8 +769,10 @@ class SparkLakehouse:
     # -- native --------------------------------------------------------------------------------
 
     def _native_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame, mode: str,
-                      replace_where: str | None) -> int:
+                      replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
         w = sdf.write.format("delta").mode(mode)
+        if commit_info:
+            w = w.option("userMetadata", json.dumps(commit_info, sort_keys=True))
         if replace_where:
             w = w.option("replaceWhere", replace_where)
         if c.partition_by:
@@ -737,6 +788,10 @@ class SparkLakehouse:
             if k in metrics:
                 return int(metrics[k])
         return -1
+
+
+def _project(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:
+    return df if columns is None else df.select(*columns)
 
 
 # --- Delta conventions ----------------------------------------------------------------------------

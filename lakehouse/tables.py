@@ -739,7 +739,8 @@ ZK_ELECTIONS = TableContract(
     layer="gold",
     doc=(
         "Leader elections per ensemble: a new epoch (and leader) after the previous one. The new "
-        "leader's `elected_at` is its first round minus its reported leader uptime (ms-exact). The "
+        "leader's `elected_at` is its first round minus its reported leader uptime (early by at most "
+        "the few ms between the round's tick and the server's answer). The "
         "old leadership was last seen at `old_last_seen` and seen gone at `old_gone_seen`, so the "
         "election lasted at most `duration_upper_s` and at least `duration_lower_s`. "
         "`zk_election_ms` is ZooKeeper's own measure (the new leader's last election_time)."

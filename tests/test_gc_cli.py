@@ -121,24 +121,26 @@ def test_report_errors_exit_2(tmp_path, capsys):
     assert "no files" in capsys.readouterr().err
 
 
-def test_analyze_runs_the_gc_jobs_first_when_there_is_gc_data(tmp_path, monkeypatch, capsys):
+def test_analyze_runs_the_gc_jobs_first_when_there_is_gc_data(tmp_path, monkeypatch, spark):
+    """`analyze` (CLI, demo and tests alike) runs the GC jobs before the others: the ZooKeeper job
+    links lost sessions and elections to gc_findings."""
     import brokerscope.analyze
-    import brokerscope.gc_cli
+    import lakehouse.jobs.gc
+    from brokerscope.config import config_from_dict
 
     calls = []
-    monkeypatch.setattr(brokerscope.gc_cli, "run_analysis", lambda cfg, mode, progress: calls.append("gc") or {"gc_events": 3})
-    monkeypatch.setattr(brokerscope.analyze, "analyze", lambda cfg, mode, progress: calls.append("spine") or {"broker_state": 1})
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"lakehouse": "./lh", "targets": []}))
-    assert main(["analyze", "--config", str(cfg)]) == 0
-    assert calls == ["spine"]  # no GC data: no GC jobs
+    monkeypatch.setattr(lakehouse.jobs.gc, "run_gc", lambda slh, cfg, full=False, progress=None: calls.append("gc") or {"gc_events": 3})
+    for name in ("run_spine", "run_stuck", "run_lag"):
+        monkeypatch.setattr(brokerscope.analyze, name, lambda *a, _n=name, **k: calls.append(_n) or {})
+    cfg = config_from_dict({"lakehouse": str(tmp_path / "lh"), "targets": []})
+    brokerscope.analyze.analyze(cfg, spark=spark)
+    assert calls == ["run_spine", "run_stuck", "run_lag"]  # no GC data: no GC jobs
     Lakehouse(tmp_path / "lh").append("bronze_gc_lines", [{
         "target": "a", "file_id": "f", "offset": 0, "length": 2, "line_no": 1, "line": "x",
         "ts": datetime.now(timezone.utc), "file": "gc.log"}])
     calls.clear()
-    assert main(["analyze", "--config", str(cfg)]) == 0
-    assert calls == ["gc", "spine"]  # the ZooKeeper job reads gc_findings
-    assert "gc_events: 3 rows" in capsys.readouterr().out
+    assert brokerscope.analyze.analyze(cfg, spark=spark) == {"gc_events": 3}
+    assert calls == ["gc", "run_spine", "run_stuck", "run_lag"]
 
 
 # --- end to end: collect (Jolokia + GC tail) → gc analyze → timeline; import with a progress bar ---

@@ -25,7 +25,8 @@ from lakehouse.jobs.stuck import (
 from lakehouse.store import Lakehouse
 from tests.fixtures.analytics.silver import FIXTURES, silver
 
-T0 = pd.Timestamp("2026-01-01 00:00:00")
+T = pd.Timestamp
+T0 = T("2026-01-01 00:00:00")
 
 
 def at(s: float) -> pd.Timestamp:
@@ -188,8 +189,10 @@ def test_weblogic_capture_stranded_member_and_unreachable_member(weblogic_analyz
     # ms1's member: no consumers and nothing delivered over all 14 ticks while ms2 consumed
     assert (stranded["instance"], stranded["destination"], stranded["logical_destination"]) == (
         "ms1", "SystemModule!JMSServer@ms1@OrdersQueue", "SystemModule!OrdersQueue")
-    assert (stranded["start_ts"], stranded["end_ts"], stranded["is_open"], stranded["start_lower"]) == (wl_at(0, "ms1"), wl_at(13, "ms1"), True, None)
-    assert (stranded["messages"], stranded["siblings_with_consumers"], stranded["certainty"], stranded["duration_s"]) == (80, "ms2", "certain", 130)
+    assert (stranded["start_ts"], stranded["end_ts"], stranded["is_open"], stranded["start_lower"]) == (
+        wl_at(0, "ms1"), wl_at(13, "ms1"), True, None)
+    assert (stranded["messages"], stranded["siblings_with_consumers"], stranded["certainty"], stranded["duration_s"]) == (
+        80, "ms2", "certain", 130)
     # ms2's 18 messages: last seen at tick 7, unavailable through ticks 8–11 (refused, then no JMS server), back at 12
     assert (away["instance"], away["messages"], away["certainty"]) == ("ms2", 18, "certain")
     assert (away["start_lower"], away["start_ts"], away["end_ts"], away["end_upper"]) == (
@@ -208,7 +211,8 @@ def test_artemis_capture_ageing_subscription_followed_across_the_failover():
     assert (audit["start_ts"], audit["end_ts"], audit["is_open"]) == (
         pd.Timestamp("2026-11-23 09:00:00.004"), pd.Timestamp("2026-11-23 09:00:19.009"), True)
     # only 19 s observed, but FirstMessageAge rose 420 → 439 s: the head message waited that long
-    assert (audit["stuck_for_s"], audit["oldest_message_age_ms"], audit["messages"], audit["certainty"]) == (439, 439_000, 475, "certain")
+    assert (audit["stuck_for_s"], audit["oldest_message_age_ms"], audit["messages"], audit["certainty"]) == (
+        439, 439_000, 475, "certain")
     assert by_destination["DLQ"]["severity"] == "info"
 
 
@@ -234,7 +238,7 @@ def test_activemq_drill_replay_after_failover(added_to_new_master, expected):
     for f in replays:  # amq-a's rate (20 in 2.5 s) allows ≤ 5 more before it died; amq-b received 10
         assert (f["instance"], f["messages_max"], f["certainty"], f["failover_event_id"]) == (
             "amq-b", 50, "certain", events["event_id"].iloc[0])
-        assert (f["start_lower"], f["start_ts"]) == (pd.Timestamp("2026-11-22 00:05:59.005"), pd.Timestamp("2026-11-22 00:06:00.525"))
+        assert (f["start_lower"], f["start_ts"]) == (T("2026-11-22 00:05:59.005"), T("2026-11-22 00:06:00.525"))
         assert "20" in f["message"] and "(10)" in f["message"] and "≤ 5" in f["message"]
 
 

@@ -17,7 +17,7 @@ from collectors.zookeeper.parse import (
     coordination_rows, decode_sequence, parse_mntr, parse_srvr, server_state_row, split_zxid,
 )
 from collectors.zookeeper.wire import NOT_SERVING, admin_command, four_letter_word, not_serving, whitelist_refusal
-from infra.lab import _free_port
+from infra.lab import free_port
 
 FIX = Path(__file__).parent / "fixtures" / "zookeeper"
 ENVS = list(read_envelopes(FIX / "drill.jsonl.gz"))
@@ -87,7 +87,7 @@ async def with_server(reply: bytes | None, fn):
 
 
 def test_a_refused_connection_is_an_error_observation_not_a_crash():
-    ex = asyncio.run(four_letter_word("zk9", f"zk://127.0.0.1:{_free_port()}", "srvr", 1.0))
+    ex = asyncio.run(four_letter_word("zk9", f"zk://127.0.0.1:{free_port()}", "srvr", 1.0))
     assert ex.response is None and "connection refused" in ex.error and error_kind_of(ex.error) == "refused"
 
 
@@ -270,3 +270,38 @@ def test_snapshots_walk_the_lock_manager_layout_and_plain_paths():
         ("N1", 1, "0x42", "5c1d-uuid", 5)
     plain = paths_snapshot(zk, ["/controller", "/brokers/ids"])
     assert base64.b64decode(plain[0]["data_b64"]) == b'{"brokerid":1}' and plain[1] == {"path": "/brokers/ids", "exists": False}
+
+
+def test_a_paused_server_does_not_hold_up_the_others(tmp_path):
+    """One ensemble: a server answering srvr at once, one that never answers (SIGSTOPped JVM)."""
+    from collectors.scraper import Collector
+    from lakehouse.store import Lakehouse
+
+    srvr = b"Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nZxid: 0x100000003\nMode: follower\nNode count: 5\n"
+
+    async def run():
+        async def answer(reader, writer):
+            cmd = await reader.read(4)
+            writer.write(srvr if cmd == b"srvr" else b"zk_server_state\tfollower\n")
+            await writer.drain()
+            writer.close()
+
+        async def silent(reader, writer):
+            await asyncio.sleep(30)
+
+        up = await asyncio.start_server(answer, "127.0.0.1", 0)
+        stuck = await asyncio.start_server(silent, "127.0.0.1", 0)
+        ports = [srv.sockets[0].getsockname()[1] for srv in (up, stuck)]
+        cfg = config_from_dict({"lakehouse": str(tmp_path / "lh"), "scrape_interval": "200ms", "targets": [
+            {"name": n, "kind": "zookeeper", "url": f"127.0.0.1:{p}", "group": "ens", "timeout": "1s"}
+            for n, p in zip(("up", "stuck"), ports)]})
+        col = Collector(cfg)
+        async with up, stuck:
+            await col.run(duration=1.5)
+        return col.stats
+
+    stats = asyncio.run(run())
+    assert stats.targets["up"].scrapes >= 6 and stats.targets["up"].errors == 0
+    assert 1 <= stats.targets["stuck"].scrapes <= 3 and stats.targets["stuck"].errors == stats.targets["stuck"].scrapes
+    rows = Lakehouse(str(tmp_path / "lh")).read("bronze_zk").to_pylist()
+    assert {r["error_kind"] for r in rows if r["target"] == "stuck"} == {"timeout"}

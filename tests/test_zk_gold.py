@@ -1,7 +1,6 @@
 """The ZooKeeper gold logic on tiny hand-made frames: rounds, quorum intervals, elections, risk and
 coordination findings (pure pandas), and the GC → election link (Spark)."""
 
-import json
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd

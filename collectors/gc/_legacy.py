@@ -259,6 +259,18 @@ class _Record:
         self.raw = raw
 
 
+def _conc_type(base: str) -> str:
+    """'concurrent-mark' -> 'concurrent-mark': the logged name as an event type slug (real
+    names already are; a corrupt one, e.g. with non-ASCII word characters, is normalised)."""
+    rest = base[len("concurrent-"):]
+    if _CONC_NAME_OK.fullmatch(rest):
+        return base
+    return "concurrent-" + (slug(rest) or "unknown")
+
+
+_CONC_NAME_OK = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
 def _ms(value: str, unit: Optional[str]) -> float:
     v = num(value)
     return v if unit == "ms" else v * 1000.0
@@ -365,7 +377,7 @@ class LegacyHandler:
                 phase = base[:-6]
                 start = self.conc_starts.pop(phase, None)
                 ev = GcEvent(
-                    event_type=phase, collector=self.o.collector, phase=name,
+                    event_type=_conc_type(phase), collector=self.o.collector, phase=name,
                     flags=("aborted",), source_line=start[2] if start else line_no,
                 )
                 if start:
@@ -380,7 +392,7 @@ class LegacyHandler:
         dur = _ms(wall, "ms" if unit == "ms" else "secs")
         start = self.conc_starts.pop(base, None)
         ev = GcEvent(
-            event_type=base.replace("concurrent-", "concurrent-", 1),
+            event_type=_conc_type(base),
             collector=self.o.collector,
             concurrent_ms=dur,
             duration_ms=dur,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import zipfile
 from datetime import datetime, timezone
 from typing import IO, Iterable, Iterator, Optional, Union
@@ -42,6 +43,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 # first characters of the lines the unified handler may claim before unified mode (see feed)
 _UNIFIED_FIRST = "[GUISA"
+_ABSURD_NUMBER_RE = re.compile(r"\d{100}")
 
 
 class GcLogParser:
@@ -86,6 +88,12 @@ class GcLogParser:
         self._line_no = line_no
         stats = self.stats
         stats.lines_total += 1
+        if len(line) > 1000 and _ABSURD_NUMBER_RE.search(line):
+            # A 100+ digit number is never in a GC log: corrupt data.  The line is not
+            # understood, and not handed to the handlers, whose unanchored searches take time
+            # quadratic in the length of such digit runs (seconds for a few thousand digits).
+            stats.add_unknown(line_no, line.rstrip("\r\n"))
+            return []
         out: list[GcEvent] = []
         legacy = self._legacy
         code = 0

@@ -6,8 +6,9 @@ is an ensemble of its own). All servers of an ensemble are scraped concurrently 
 their envelopes carry that tick's time, so one `ts` is one consistent round of the ensemble (what
 quorum arithmetic needs). A scrape of a server is `srvr` (always enabled, CATALOG §5.3), then —
 while it serves — `mntr`; when the server answers that `mntr` is not whitelisted, the AdminServer's
-`/commands/monitor` from then on. Each call is bounded by the target's timeout (≤ the interval), so
-a dead or paused server never delays the others.
+`/commands/monitor` from then on. Each call is bounded by the target's timeout (≤ the interval), and
+a server still busy with its previous scrape skips the tick, so a dead or paused server never
+delays the others.
 """
 
 from __future__ import annotations
@@ -137,14 +138,22 @@ class ZkCollector:
                 next_at = time.time()
 
     def _timeout(self, t: Target) -> float:
-        # as the Jolokia scraper: at most the interval, never under 1 s … but a round must end in time
+        # as the Jolokia scraper: a call may take up to the interval, never less than 1 s; a late
+        # round skips ticks instead of piling up
         return min(t.timeout, max(self.config.scrape_interval, 1.0))
 
     async def _ensemble_loop(self, name: str, members: list[Target], http: httpx.AsyncClient, t_end: float | None) -> None:
+        """Every tick starts a scrape of each server, stamped with the tick; a server still busy
+        with its previous scrape (paused, slow) skips the tick, so it never holds up the others."""
+        busy: dict[str, asyncio.Task] = {}
         async for tick in self._ticks(t_end):
-            rounds = await asyncio.gather(*(self._scrape_server(t, http) for t in members))
-            for t, exchanges in zip(members, rounds):
-                self._land(t, tick, exchanges)
+            for t in members:
+                if t.name not in busy or busy[t.name].done():
+                    busy[t.name] = asyncio.create_task(self._scrape_and_land(t, http, tick))
+        await asyncio.gather(*busy.values())
+
+    async def _scrape_and_land(self, t: Target, http: httpx.AsyncClient, tick: float) -> None:
+        self._land(t, tick, await self._scrape_server(t, http))
 
     async def _scrape_server(self, t: Target, http: httpx.AsyncClient) -> list[ZkExchange]:
         timeout = self._timeout(t)
@@ -178,7 +187,8 @@ class ZkCollector:
         try:
             async for tick in self._ticks(t_end):
                 for t, req in requests:
-                    self._land(t, tick, [await asyncio.to_thread(self._snapshot, zk, t, req)])
+                    ex = await asyncio.to_thread(self._snapshot, zk, t, req)
+                    self._land(t, ex.started, [ex])  # no round to align with: stamp when the read began
         finally:
             await asyncio.to_thread(zk.close)
 

@@ -11,12 +11,9 @@ znodes under `/<ns>/<id>/locks/leases`, plus the internal mutex `/<ns>/<id>/lock
 from __future__ import annotations
 
 import base64
-import logging
 from typing import Any
 
 from collectors.zookeeper.parse import ARTEMIS_PRESET, artemis_root
-
-log = logging.getLogger("brokerscope.collect")
 
 
 class ReadOnlyZk:

@@ -120,8 +120,64 @@ def ms_to_ts(ms: int | None) -> datetime | None:
 # --- zk_server_state -------------------------------------------------------------------------------
 
 
-def _answer(env: dict) -> Any:
-    return env.get("response") if not env.get("error") else None
+def _answer(env: dict | None) -> Any:
+    return env.get("response") if env and not env.get("error") else None
+
+
+def _by_command(envs: list[dict]) -> dict[str, dict]:
+    """srvr / mntr / admin envelopes of one scrape by role (`stat` answers like `srvr`)."""
+    by = {(e["source"], e["request"][0].get("command")): e for e in envs if e.get("request")}
+    return {"srvr": by.get(("zk.4lw", "srvr")) or by.get(("zk.4lw", "stat")),
+            "mntr": by.get(("zk.4lw", "mntr")),
+            "admin": by.get(("zk.admin", "monitor")) or by.get(("zk.admin", "mntr"))}
+
+
+def server_metrics(mntr_env: dict | None, admin_env: dict | None) -> tuple[dict[str, Any], str | None]:
+    """The `mntr` keys from the 4lw answer, else from the AdminServer's JSON; and which it was."""
+    text = _answer(mntr_env)
+    if isinstance(text, str) and not whitelist_refusal(text) and not not_serving(text):
+        return parse_mntr(text), "4lw"
+    body = _answer(admin_env)
+    if isinstance(body, dict) and not body.get("error"):
+        return dict(body), "admin"
+    return {}, None
+
+
+def metric_columns(m: dict[str, Any], srvr: dict[str, Any]) -> dict[str, Any]:
+    """Silver columns from the mntr keys (CATALOG §5.1), falling back to srvr's (§5.2)."""
+    epoch, counter = split_zxid(srvr.get("zxid"))
+    return {
+        "peer_state": m.get("peer_state"),
+        "version": m.get("version") or srvr.get("version"),
+        "zxid": None if srvr.get("zxid") is None else f"0x{srvr['zxid']:x}",
+        "zxid_epoch": epoch,
+        "zxid_counter": counter,
+        "avg_latency_ms": _float(m.get("avg_latency", srvr.get("avg_latency"))),
+        "min_latency_ms": _int(m.get("min_latency", srvr.get("min_latency"))),
+        "max_latency_ms": _int(m.get("max_latency", srvr.get("max_latency"))),
+        "requests_total": _sum(m.get("cnt_readlatency"), m.get("cnt_updatelatency")),
+        "request_latency_sum_ms": _sum(m.get("sum_readlatency"), m.get("sum_updatelatency")),
+        "outstanding_requests": _int(m.get("outstanding_requests", srvr.get("outstanding"))),
+        "connections": _int(m.get("num_alive_connections", srvr.get("connections"))),
+        "packets_received": _int(m.get("packets_received", srvr.get("received"))),
+        "packets_sent": _int(m.get("packets_sent", srvr.get("sent"))),
+        "znode_count": _int(m.get("znode_count", srvr.get("node_count"))),
+        "ephemerals_count": _int(m.get("ephemerals_count")),
+        "watch_count": _int(m.get("watch_count")),
+        "approximate_data_size": _int(m.get("approximate_data_size")),
+        "global_sessions": _int(m.get("global_sessions")),
+        "quorum_size": _int(m.get("quorum_size")),
+        "learners": _int(m.get("learners")),
+        "synced_followers": _int(m.get("synced_followers")),
+        "synced_non_voting_followers": _int(m.get("synced_non_voting_followers")),
+        "synced_observers": _int(m.get("synced_observers")),
+        "pending_syncs": _int(m.get("pending_syncs")),
+        "leader_uptime_ms": _int(m.get("leader_uptime")),
+        "uptime_ms": _int(m.get("uptime")),
+        "elections": _int(m.get("cnt_election_time")),
+        "election_time_sum_ms": _int(m.get("sum_election_time")),
+        "looking_count": _int(m.get("looking_count")),
+    }
 
 
 def server_state_row(envs: list[dict], base: dict) -> dict:
@@ -130,72 +186,24 @@ def server_state_row(envs: list[dict], base: dict) -> dict:
     `envs` are the bronze envelopes (`zk.4lw` srvr / mntr, `zk.admin` monitor) sharing one `ts`;
     `base` carries obs_key, ts, obs_date, ensemble, instance, endpoint. A transport error is an
     unreachable observation with state `unknown` — indeterminate, never 'down'."""
-    by_cmd = {(e["source"], e["request"][0].get("command")): e for e in envs if e.get("request")}
-    srvr_env = by_cmd.get(("zk.4lw", "srvr")) or by_cmd.get(("zk.4lw", "stat"))
-    mntr_env = by_cmd.get(("zk.4lw", "mntr"))
-    admin_env = by_cmd.get(("zk.admin", "monitor")) or by_cmd.get(("zk.admin", "mntr"))
-    answers = [e for e in envs if _answer(e) is not None]
+    env = _by_command(envs)
     errors = [e["error"] for e in envs if e.get("error")]
-    row = dict(base)
-    row.update({"reachable": bool(answers), "serving": None, "state": "unknown",
-                "metrics_source": None, "elapsed_ms": max((e.get("elapsed_ms") or 0.0) for e in envs) if envs else None})
-    if srvr_env is not None and srvr_env.get("error") or (srvr_env is None and not answers):
-        # the always-enabled command failed at transport level: the server's state is unknown
-        row["error"] = errors[0] if errors else "no answer"
-        return row
-    srvr_text = _answer(srvr_env) if srvr_env else None
-    metrics: dict[str, Any] = {}
-    if mntr_env is not None and isinstance(_answer(mntr_env), str) and not whitelist_refusal(_answer(mntr_env)) \
-            and not not_serving(_answer(mntr_env)):
-        metrics, row["metrics_source"] = parse_mntr(_answer(mntr_env)), "4lw"
-    elif admin_env is not None and isinstance(_answer(admin_env), dict) and not _answer(admin_env).get("error"):
-        metrics, row["metrics_source"] = dict(_answer(admin_env)), "admin"
-    srvr = parse_srvr(srvr_text) if isinstance(srvr_text, str) and not not_serving(srvr_text) else {}
-    if any(not_serving(_answer(e)) for e in envs) or (admin_env is not None and NOT_SERVING in str(admin_env.get("error") or "")):
-        row.update({"serving": False, "state": "not-serving"})
-        row["error"] = None
-        return row
-    state = metrics.get("server_state") or srvr.get("mode")
-    if srvr.get("read_only"):
-        state = "read-only"
-    row["serving"] = state in SERVING_STATES if state else None
-    row["state"] = state or "unknown"
-    epoch, counter = split_zxid(srvr.get("zxid"))
-    refused = [e for e in (mntr_env,) if e is not None and whitelist_refusal(_answer(e))]
-    row.update({
-        "peer_state": metrics.get("peer_state"),
-        "version": metrics.get("version") or srvr.get("version"),
-        "zxid": None if srvr.get("zxid") is None else f"0x{srvr['zxid']:x}",
-        "zxid_epoch": epoch,
-        "zxid_counter": counter,
-        "avg_latency_ms": _float(metrics.get("avg_latency", srvr.get("avg_latency"))),
-        "min_latency_ms": _int(metrics.get("min_latency", srvr.get("min_latency"))),
-        "max_latency_ms": _int(metrics.get("max_latency", srvr.get("max_latency"))),
-        "requests_total": _sum(metrics.get("cnt_readlatency"), metrics.get("cnt_updatelatency")),
-        "request_latency_sum_ms": _sum(metrics.get("sum_readlatency"), metrics.get("sum_updatelatency")),
-        "outstanding_requests": _int(metrics.get("outstanding_requests", srvr.get("outstanding"))),
-        "connections": _int(metrics.get("num_alive_connections", srvr.get("connections"))),
-        "packets_received": _int(metrics.get("packets_received", srvr.get("received"))),
-        "packets_sent": _int(metrics.get("packets_sent", srvr.get("sent"))),
-        "znode_count": _int(metrics.get("znode_count", srvr.get("node_count"))),
-        "ephemerals_count": _int(metrics.get("ephemerals_count")),
-        "watch_count": _int(metrics.get("watch_count")),
-        "approximate_data_size": _int(metrics.get("approximate_data_size")),
-        "global_sessions": _int(metrics.get("global_sessions")),
-        "quorum_size": _int(metrics.get("quorum_size")),
-        "learners": _int(metrics.get("learners")),
-        "synced_followers": _int(metrics.get("synced_followers")),
-        "synced_non_voting_followers": _int(metrics.get("synced_non_voting_followers")),
-        "synced_observers": _int(metrics.get("synced_observers")),
-        "pending_syncs": _int(metrics.get("pending_syncs")),
-        "leader_uptime_ms": _int(metrics.get("leader_uptime")),
-        "uptime_ms": _int(metrics.get("uptime")),
-        "elections": _int(metrics.get("cnt_election_time")),
-        "election_time_sum_ms": _int(metrics.get("sum_election_time")),
-        "looking_count": _int(metrics.get("looking_count")),
-        "mntr_whitelisted": False if refused else (True if row["metrics_source"] == "4lw" else None),
-        "error": None if row["metrics_source"] or not errors else errors[0],
-    })
+    answered = any(_answer(e) is not None for e in envs)
+    row = dict(base, reachable=answered, serving=None, state="unknown", metrics_source=None,
+               elapsed_ms=max((e.get("elapsed_ms") or 0.0) for e in envs) if envs else None)
+    if (env["srvr"] and env["srvr"].get("error")) or not answered:
+        # srvr is always enabled: if it failed at transport level, the server's state is unknown
+        return dict(row, error=errors[0] if errors else "no answer")
+    if any(not_serving(_answer(e)) for e in envs) or (env["admin"] and NOT_SERVING in str(env["admin"].get("error") or "")):
+        return dict(row, serving=False, state="not-serving", error=None)
+    metrics, source = server_metrics(env["mntr"], env["admin"])
+    srvr = parse_srvr(_answer(env["srvr"])) if isinstance(_answer(env["srvr"]), str) else {}
+    state = "read-only" if srvr.get("read_only") else (metrics.get("server_state") or srvr.get("mode"))
+    refused = whitelist_refusal(_answer(env["mntr"]))
+    row.update(metric_columns(metrics, srvr))
+    row.update(serving=state in SERVING_STATES if state else None, state=state or "unknown", metrics_source=source,
+               mntr_whitelisted=False if refused else (True if source == "4lw" else None),
+               error=None if source or not errors else errors[0])
     return row
 
 

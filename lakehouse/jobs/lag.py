@@ -39,17 +39,25 @@ group and says nothing about the others).
   now = that scrape: 1 complete = observations/window < `min_complete` → OK; 2 current lag ≤
   `allowed_lag` → OK; 3 STOP: now − last > last − first and not recently caught up (a window log
   end ≤ the last position; lag-only: a window lag ≤ allowed) — a partition that stops being reported
-  while its instance is scraped; 4 REWIND: a position below its predecessor never climbed back; 5
-  only if lag > allowed at every observation: STALL (all positions equal), else WARN (lag never
-  decreased); 6 OK. Positions exist only as derived ones (Replicator): they never go back, so
-  REWIND cannot show there, and STALL means throughput 0 throughout. Lag-only flows (consumer)
-  cannot be judged for REWIND/STALL (`status_basis`).
+  while its instance answers (an unanswered scrape is judged as of the last answered one); 4 REWIND:
+  a position below its predecessor never climbed back; 5 only if lag > allowed at every
+  observation: STALL (all positions equal), else WARN (lag never decreased); 6 OK. Positions exist
+  only as derived ones (Replicator): they never go back, so REWIND cannot show there, and STALL
+  means throughput 0 throughout. Lag-only flows (consumer)
+  cannot be judged for REWIND/STALL (`status_basis`). No flow reports broker end offsets apart from
+  its own scrape, so "broker ticks" are the reporting instance's scrapes. The order is ANCHORS'
+  (REWIND before the lag-at-every-commit gate, with the climbed-back rule); Burrow's caching.go
+  checks REWIND (any decrease) only inside that gate.
 - Findings: `replication-lag` (lag_s > `lag_threshold`, default 60 s; possible where extrapolated)
   and `consumer-warn|stop|stall|rewind` (runs of that status).
 
 **Artemis replica sync** (flow `artemis-replica`, one row per live scrape): `replica-sync-gap` when
 `in_sync` stays false for at least `replica_sync_grace` (60 s) over two or more observations —
 ReplicaSync reads false during every failover and initial sync by design, so never from one sample.
+
+Shape: per-group / per-instance / per-series sequence logic in pandas and numpy (`group_findings`,
+`instance_lag`, `series_findings`; Burrow over all windows at once with `sliding_window_view`), run by
+`applyInPandas`; `run_lag` reads, calls and writes (overwrite: reruns give the same tables).
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.jobs.runs import contract_frame, count_between, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
+from lakehouse.jobs.runs import contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs, utc_ns
 from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG
 
 SERIES_KEY = ["instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"]
@@ -109,6 +117,8 @@ def time_behind(table: LookupTable, position: float, now: float, max_extrapolati
     """(lag in seconds, method) of `position` at `now` from the table (module doc: never NaN as a
     value — null with `insufficient-data` — and never beyond what the points support)."""
     T, P = np.asarray(table.t), np.asarray(table.p)
+    if np.isnan(position):
+        return np.nan, "insufficient-data"
     if len(P) and position >= P[-1]:
         return 0.0, "caught-up"
     if len(P) < 2:
@@ -201,17 +211,15 @@ class LagRules:
         return cls(**{k: getattr(settings, k) for k in cls.__dataclass_fields__})
 
 
-def _num(values) -> np.ndarray:
-    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
-
-
-def series_lag(obs: pd.DataFrame, ticks_ns: np.ndarray, rules: LagRules) -> pd.DataFrame:
+def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, rules: LagRules) -> pd.DataFrame:
     """replication_lag rows of ONE topic-partition series: its observations (any order) evaluated at
-    every scrape of its instance (`ticks_ns`) from its first observation until it expires."""
+    every scrape of its instance (sorted `scrapes_ns`, `answered` or not) from its first observation
+    until it expires. An unanswered scrape shows nothing new: it is judged as of the last answered
+    one (a missed scrape never makes a STOP)."""
     obs = obs.sort_values("ts", kind="stable").reset_index(drop=True)
     ts_ns = utc_ns(obs["ts"])
     ts_s = ts_ns.astype("int64") / 1e9
-    lag, throughput, latency = _num(obs["lag_messages"]), _num(obs["throughput_per_s"]), _num(obs["latency_ms"])
+    lag, throughput, latency = numbers(obs["lag_messages"]), numbers(obs["throughput_per_s"]), numbers(obs["latency_ms"])
     commit = ~np.isnan(lag)
     if commit.any() and not np.isnan(throughput[commit]).any():
         basis, position = "derived-offsets", np.where(commit, derived_positions(ts_s, throughput), np.nan)
@@ -219,14 +227,18 @@ def series_lag(obs: pd.DataFrame, ticks_ns: np.ndarray, rules: LagRules) -> pd.D
         basis, position = ("lag-only" if commit.any() else "none"), np.full(len(obs), np.nan)
     log_end = position + lag
     if basis == "derived-offsets":
-        lag_s, method = lag_seconds(ts_s, log_end, position, max_points=rules.lookup_points, max_extrapolation=rules.max_extrapolation)
+        lag_s, method = lag_seconds(ts_s, log_end, position, max_points=rules.lookup_points,
+                                    max_extrapolation=rules.max_extrapolation)
     elif basis == "lag-only":
         lag_s, method = np.full(len(obs), np.nan), np.full(len(obs), "no-positions", dtype=object)
     else:
         lag_s = latency / 1000.0
         method = np.where(np.isnan(lag_s), "insufficient-data", "reported-latency").astype(object)
 
-    ticks = np.union1d(ticks_ns[(ticks_ns >= ts_ns[0]) & (ticks_ns <= ts_ns[-1] + np.timedelta64(EXPIRE_S, "s"))], ts_ns)
+    alive = (scrapes_ns >= ts_ns[0]) & (scrapes_ns <= ts_ns[-1] + np.timedelta64(EXPIRE_S, "s"))
+    ticks, first_of = np.unique(np.concatenate((ts_ns, scrapes_ns[alive])), return_index=True)
+    answered_tick = np.concatenate((np.ones(len(ts_ns), bool), answered[alive]))[first_of]
+    now_s = np.maximum.accumulate(np.where(answered_tick, ticks.astype("int64") / 1e9, -np.inf))
     last_obs = np.searchsorted(ts_ns, ticks, side="right") - 1
     observed = ts_ns[last_obs] == ticks
     commits = np.flatnonzero(commit)
@@ -238,8 +250,8 @@ def series_lag(obs: pd.DataFrame, ticks_ns: np.ndarray, rules: LagRules) -> pd.D
 
     status = None
     if basis != "none":
-        status = burrow_statuses(ts_s[commits], position[commits], lag[commits], log_end[commits], ticks.astype("int64") / 1e9,
-                                 last_commit, window=rules.window, min_complete=rules.min_complete, allowed_lag=rules.allowed_lag)
+        status = burrow_statuses(ts_s[commits], position[commits], lag[commits], log_end[commits], now_s, last_commit,
+                                 window=rules.window, min_complete=rules.min_complete, allowed_lag=rules.allowed_lag)
     first = obs.iloc[0]
     return pd.DataFrame({
         **{k: first[k] for k in ("kind", "group_name", *SERIES_KEY)},
@@ -263,8 +275,9 @@ def instance_lag(obs: pd.DataFrame, health: pd.DataFrame, *, rules: LagRules) ->
     """replication_lag rows of ONE instance: each of its series evaluated at its scrapes."""
     if obs.empty:
         return contract_frame([], REPLICATION_LAG)
-    ticks = np.sort(utc_ns(health["ts"]))
-    series = [series_lag(g, ticks, rules) for _, g in obs.groupby(SERIES_KEY, dropna=False, sort=False)]
+    health = health.sort_values("ts", kind="stable")
+    scrapes, answered = utc_ns(health["ts"]), health["answered"].fillna(False).to_numpy(dtype=bool)
+    series = [series_lag(g, scrapes, answered, rules) for _, g in obs.groupby(SERIES_KEY, dropna=False, sort=False)]
     return contract_frame(pd.concat(series, ignore_index=True), REPLICATION_LAG)
 
 
@@ -273,7 +286,8 @@ def instance_lag(obs: pd.DataFrame, health: pd.DataFrame, *, rules: LagRules) ->
 
 def finding_rows(code: str, severity: str, base: dict, ts: np.ndarray, flags: np.ndarray, values: np.ndarray, *,
                  unit: str, threshold: float | None, certainty: Callable[[int, int], str],
-                 describe: Callable[[dict, int, int], tuple[str, str, str | None]], last_ts: np.ndarray | None = None) -> list[dict]:
+                 describe: Callable[[dict, int, int], tuple[str, str, str | None]],
+                 last_ts: np.ndarray | None = None) -> list[dict]:
     """One finding per run of `flags` over sorted observations (`ts`, and `last_ts` where an
     observation spans time); `certainty(s, e)` and `describe(row, s, e) → (message, advice, detail)`
     get the run's first and last index."""
@@ -293,7 +307,8 @@ def finding_rows(code: str, severity: str, base: dict, ts: np.ndarray, flags: np
 
 
 def _span(row: dict) -> str:
-    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}" + ("" if not row["is_open"] else " (still so at the last scrape)")
+    still = " (still so at the last scrape)" if row["is_open"] else ""
+    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}{still}"
 
 
 # --- Kafka cluster health over aligned rounds -------------------------------------------------------------
@@ -421,14 +436,17 @@ def group_cluster_findings(state: pd.DataFrame, isr: pd.DataFrame, *, follower_l
                 message += f"; {', '.join(missing)} did not answer meanwhile, so the count is a lower bound"
             return message, rule.advice, ",".join(named) or None
 
-        out += finding_rows(rule.code, rule.severity, base, first_ts, rule.holds(np.nan_to_num(values, nan=-1), follower_lag_messages),
-                            values, unit=rule.unit, threshold=follower_lag_messages if rule.code == "follower-lag" else None,
+        flags = rule.holds(np.nan_to_num(values, nan=-1), follower_lag_messages)  # no broker answered: unknown, never a hit
+        threshold = follower_lag_messages if rule.code == "follower-lag" else None
+        out += finding_rows(rule.code, rule.severity, base, first_ts, flags, values, unit=rule.unit, threshold=threshold,
                             certainty=certainty, describe=describe, last_ts=last_ts)
     return contract_frame(out, REPLICATION_FINDINGS)
 
 
 # --- findings per topic-partition (from replication_lag) ------------------------------------------------------
 
+LAG_ADVICE = ("the replication falls behind: check the connector's tasks, its throughput and the target cluster; "
+              "a failover now would lose about that much data")
 STATUS_ADVICE = {
     WARN: ("its lag never decreased over the window (Burrow WARN): it keeps up less than the producers",
            "scale the consumers / connector tasks or speed up processing"),
@@ -441,36 +459,41 @@ STATUS_ADVICE = {
 }
 
 
+def series_name(row) -> str:
+    """`replicator orders-0 (dc1→dc2) [replicator-dc1-dc2/0]` for messages."""
+    partition = "" if pd.isna(row["partition"]) else int(row["partition"])
+    clusters = f" ({row['source_cluster']}→{row['target_cluster']})" if row["source_cluster"] or row["target_cluster"] else ""
+    return f"{row['flow']} {row['topic'] or ''}-{partition}{clusters}" + (f" [{row['client']}]" if row["client"] else "")
+
+
 def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float) -> pd.DataFrame:
     """replication-lag and consumer-<status> findings of ONE series from its replication_lag rows."""
     lag = lag.sort_values("ts", kind="stable").reset_index(drop=True)
     first = lag.iloc[0]
     base = {k: first[k] for k in ("kind", "group_name", *SERIES_KEY)}
     base["partition"] = None if pd.isna(base["partition"]) else int(base["partition"])
-    name = f"{first['flow']} {first['topic'] or ''}-{'' if base['partition'] is None else base['partition']}" + (
-        f" ({first['source_cluster']}→{first['target_cluster']})" if first["source_cluster"] or first["target_cluster"] else "") + (
-        f" [{first['client']}]" if first["client"] else "")
+    name = series_name(first)
     ts = utc_ns(lag["ts"])
     observed = lag["observed"].to_numpy(dtype=bool)
     out: list[dict] = []
 
-    lag_s = _num(lag["lag_s"])
+    lag_s = numbers(lag["lag_s"])
     methods = lag["lag_s_method"].to_numpy()
     out += finding_rows(
         "replication-lag", "warn", base, ts, np.nan_to_num(lag_s) > lag_threshold_s, lag_s, unit="s", threshold=lag_threshold_s,
         certainty=lambda s, e: "possible" if (methods[s : e + 1] == "extrapolated").any() else "certain",
         describe=lambda row, s, e: (f"{name}: lag reached {row['value_max']:.1f} s (over {lag_threshold_s:.0f} s) {_span(row)}",
-                              "the replication falls behind: check the connector's tasks, its throughput and the target "
-                              "cluster; a failover now would lose about that much data", None))
+                                    LAG_ADVICE, None))
     status = lag["status"].fillna(OK).to_numpy()
-    lags = _num(lag["lag_messages"])
+    lags = numbers(lag["lag_messages"])
     for code in (WARN, STOP, STALL, REWIND):
         what, advice = STATUS_ADVICE[code]
         out += finding_rows(
             f"consumer-{code.lower()}", "warn" if code == WARN else "error", base, ts, status == code, lags,
             unit="messages", threshold=None,
             certainty=lambda s, e, code=code: "certain" if code == STOP or observed[s : e + 1].all() else "possible",
-            describe=lambda row, s, e, what=what, advice=advice: (f"{name}: {what}, lag {row['value_last']:.0f} messages {_span(row)}", advice, None))
+            describe=lambda row, s, e, what=what, advice=advice: (
+                f"{name}: {what}, lag {row['value_last']:.0f} messages {_span(row)}", advice, None))
     return contract_frame(out, REPLICATION_FINDINGS)
 
 
@@ -489,10 +512,11 @@ def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: fl
     missed = np.sort(utc_ns(state.loc[~state["reachable"].astype(bool), "ts"]))
     base = {"kind": first["kind"], "group_name": first["group_name"], "instance": first["instance"], "flow": "artemis-replica"}
     starts, ends = true_runs((in_sync == False).fillna(False).to_numpy(dtype=bool))  # noqa: E712
-    long_enough = np.zeros(len(ts), dtype=bool)
+    long_enough, elapsed = np.zeros(len(ts), dtype=bool), np.zeros(len(ts))
     for s, e in zip(starts, ends):
         if e > s and seconds(ts[e] - ts[s]) >= grace_s:  # never from one sample
             long_enough[s : e + 1] = True
+            elapsed[s : e + 1] = seconds(ts[s : e + 1] - ts[s])
 
     def describe(row: dict, s: int, e: int) -> tuple[str, str, str | None]:
         no_backup = all(a is False for a in announced[s : e + 1])
@@ -503,35 +527,51 @@ def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: fl
                 "start or repair the backup (its replication connection, the initial synchronization); until it is in "
                 "sync a failure of the live cannot be taken over without losing data", None)
 
-    rows = finding_rows("replica-sync-gap", "error", base, ts, long_enough, np.zeros(len(ts)), unit="s", threshold=grace_s,
-                        certainty=lambda s, e: "certain" if count_between(missed, ts[s:s + 1], ts[e:e + 1])[0] == 0 else "possible",
-                        describe=describe)
-    for row in rows:
-        row["value_max"] = row["value_last"] = row["duration_s"]
-    return contract_frame(rows, REPLICATION_FINDINGS)
+    def certainty(s: int, e: int) -> str:
+        return "certain" if count_between(missed, ts[s : s + 1], ts[e : e + 1])[0] == 0 else "possible"
+
+    return contract_frame(finding_rows("replica-sync-gap", "error", base, ts, long_enough, elapsed, unit="s", threshold=grace_s,
+                                       certainty=certainty, describe=describe), REPLICATION_FINDINGS)
+
+
+# --- per group: Kafka cluster health and Artemis replica sync ------------------------------------------------
+
+
+def group_findings(state: pd.DataFrame, repl: pd.DataFrame, *, follower_lag_messages: float, grace_s: float) -> pd.DataFrame:
+    """Findings of ONE group from its broker_state rows and its `isr` / `artemis-replica` rows."""
+    parts = [contract_frame([], REPLICATION_FINDINGS)]
+    if (state["kind"] == "kafka").any():
+        parts.append(group_cluster_findings(state[state["kind"] == "kafka"], repl[repl["flow"] == "isr"],
+                                            follower_lag_messages=follower_lag_messages))
+    for instance, rows in repl[repl["flow"] == "artemis-replica"].groupby("instance"):
+        parts.append(replica_sync_gaps(rows, state[state["instance"] == instance], grace_s=grace_s))
+    return pd.concat(parts, ignore_index=True)
 
 
 # --- Spark wiring ---------------------------------------------------------------------------------------------
 
 _OBS_COLUMNS = ["ts", "kind", "group_name", *SERIES_KEY, "lag_messages", "latency_ms", "throughput_per_s"]
-_ISR_COLUMNS = ["ts", "instance", "under_replicated", "under_min_isr", "offline_partitions", "active_controllers", "lag_max_messages"]
+_GROUP_COLUMNS = ["ts", "kind", "group_name", "instance", "flow", "under_replicated", "under_min_isr", "offline_partitions",
+                  "active_controllers", "lag_max_messages", "in_sync", "backup_announced"]
 
 
 def replication_lag(repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
-    flows = repl.where(F.col("flow").isin(list(LAG_FLOWS)) & (F.col("lag_messages").isNotNull() | F.col("latency_ms").isNotNull()))
+    reported = F.col("lag_messages").isNotNull() | F.col("latency_ms").isNotNull()
+    flows = repl.where(F.col("flow").isin(list(LAG_FLOWS)) & reported)
     return (
         flows.select(*_OBS_COLUMNS).groupBy("instance")
-        .cogroup(health.select("ts", "instance").groupBy("instance"))
+        .cogroup(health.select("ts", "instance", "answered").groupBy("instance"))
         .applyInPandas(partial(instance_lag, rules=rules), REPLICATION_LAG.spark_schema())
     )
 
 
-def cluster_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float) -> DataFrame:
-    kafka_state = state.where(F.col("kind") == "kafka").select("ts", "group_name", "instance", "reachable")
-    isr = repl.where(F.col("flow") == "isr").select("group_name", *_ISR_COLUMNS)
+def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float, grace_s: float) -> DataFrame:
+    facts = repl.where(F.col("flow").isin("isr", "artemis-replica")).select(*_GROUP_COLUMNS)
     return (
-        kafka_state.groupBy("group_name").cogroup(isr.groupBy("group_name"))
-        .applyInPandas(partial(group_cluster_findings, follower_lag_messages=follower_lag_messages), REPLICATION_FINDINGS.spark_schema())
+        state.select("ts", "kind", "group_name", "instance", "reachable").groupBy("group_name")
+        .cogroup(facts.groupBy("group_name"))
+        .applyInPandas(partial(group_findings, follower_lag_messages=follower_lag_messages, grace_s=grace_s),
+                       REPLICATION_FINDINGS.spark_schema())
     )
 
 
@@ -542,26 +582,16 @@ def lag_findings(lag: DataFrame, *, lag_threshold_s: float) -> DataFrame:
     return lag.groupBy(*SERIES_KEY).applyInPandas(per_series, REPLICATION_FINDINGS.spark_schema())
 
 
-def replica_findings(repl: DataFrame, state: DataFrame, *, grace_s: float) -> DataFrame:
-    replica = repl.where(F.col("flow") == "artemis-replica").select("ts", "kind", "group_name", "instance", "in_sync", "backup_announced")
-    return (
-        replica.groupBy("group_name", "instance")
-        .cogroup(state.select("ts", "group_name", "instance", "reachable").groupBy("group_name", "instance"))
-        .applyInPandas(partial(replica_sync_gaps, grace_s=grace_s), REPLICATION_FINDINGS.spark_schema())
-    )
-
-
 def run_lag(slh, rules, progress=None) -> dict[str, int]:
     """`rules`: the config's `analysis.lag` section."""
     say = progress or (lambda m: None)
-    repl, state = slh.read("replication_stats"), slh.read("broker_state")
+    repl = slh.read("replication_stats")
     say("gold replication_lag")
-    counts = {"replication_lag": slh.write("replication_lag", replication_lag(repl, slh.read("collector_health"), LagRules.of(rules)))}
+    series = replication_lag(repl, slh.read("collector_health"), LagRules.of(rules))
+    counts = {"replication_lag": slh.write("replication_lag", series)}
     say("gold replication_findings")
-    findings = (
-        cluster_findings(state, repl, follower_lag_messages=rules.follower_lag_messages)
-        .unionByName(lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold))
-        .unionByName(replica_findings(repl, state, grace_s=rules.replica_sync_grace))
-    )
+    findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=rules.follower_lag_messages,
+                               grace_s=rules.replica_sync_grace).unionByName(
+        lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold))
     counts["replication_findings"] = slh.write("replication_findings", findings)
     return counts

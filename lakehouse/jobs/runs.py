@@ -10,6 +10,7 @@ the bounds. Shared by the stuck-message and lag jobs; numpy only, no Spark.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,11 @@ def utc_ns(values) -> np.ndarray:
     return pd.to_datetime(pd.Series(values), utc=True).dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
 
 
+def numbers(values) -> np.ndarray:
+    """A column as float64, null and non-numeric as NaN."""
+    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
+
+
 def seconds(delta):
     """timedelta64 (scalar or array) → float seconds; NaT → nan."""
     d = np.asarray(delta, dtype="timedelta64[ns]")
@@ -40,7 +46,8 @@ def true_runs(flags) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
 
 
-def run_bounds(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray, last_ts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def run_bounds(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+               last_ts: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The bounds of runs over sorted observations. An observation may span time (a scrape round of
     several brokers): `ts` is its first moment, `last_ts` its last (default: the same)."""
     last_ts = ts if last_ts is None else last_ts
@@ -62,12 +69,17 @@ def count_between(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.n
 
 def stable_id(*parts) -> str:
     """A finding id that is the same on every rerun: hash of the parts that identify it."""
-    text = "/".join("" if p is None else (pd.Timestamp(p).isoformat() if isinstance(p, np.datetime64) else str(p)) for p in parts)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def text(p) -> str:
+        if p is None:
+            return ""
+        return pd.Timestamp(p).isoformat() if isinstance(p, (np.datetime64, datetime)) else str(p)
+
+    return hashlib.sha256("/".join(map(text, parts)).encode()).hexdigest()[:32]
 
 
 def fmt_ts(ts) -> str:
-    """A time for a message: `09:01:20.150Z` style ISO, milliseconds."""
+    """A time for a message, to the millisecond: `2026-11-23 09:01:20.150Z`."""
     return pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 

@@ -9,6 +9,7 @@ only reads, calls and writes. Reruns overwrite the outputs with the same rows (i
 from __future__ import annotations
 
 import json
+import sys
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -20,6 +21,7 @@ from pyspark.sql import functions as F
 
 from collectors.base import Observation, collector_health_row
 from collectors.packs import PACKS
+from lakehouse.jobs.watermark import Watermark, fingerprint, read_watermark
 from lakehouse.tables import BROKER_STATE, FAILOVER_EVENTS, ROLE_INTERVALS, SILVER_FROM_JOLOKIA, TS, contract
 
 # An uptime-derived JVM start moving forward by more than this means the JVM restarted.
@@ -69,13 +71,18 @@ def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str |
     return bronze.mapInArrow(parse, contract(table).spark_schema())
 
 
-def fill_derived_groups(state: DataFrame, configured: set[str]) -> DataFrame:
+def fill_derived_groups(state: DataFrame, configured: set[str], context: DataFrame | None = None) -> DataFrame:
     """Give a row whose group could not be derived the group its instance derived around it.
 
     Where the group comes from data (an Artemis NodeID, an ActiveMQ master's store), a scrape that
     got no answer, or a waiting ActiveMQ slave, cannot say which group it belongs to and falls
     back to the instance name; without this its instance's intervals would miss those rows.
-    The nearest derived group before wins, else the nearest after. Configured groups are kept."""
+    The nearest derived group before wins, else the nearest after. Configured groups are kept.
+    `context`: earlier stored rows (instance, ts, group_name) that may be the nearest before."""
+    if context is not None:
+        marked = context.withColumn("_context", F.lit(True))
+        filled = fill_derived_groups(state.withColumn("_context", F.lit(False)).unionByName(marked, allowMissingColumns=True), configured)
+        return filled.where(~F.col("_context")).drop("_context")
     by_time = Window.partitionBy("instance").orderBy("ts")
     derived_group = F.when(F.col("group_name") != F.col("instance"), F.col("group_name"))
     filled = F.coalesce(
@@ -487,6 +494,8 @@ def overlapping_pairs(intervals: DataFrame, nonexclusive: list[str] | None = Non
         F.least("a.end_ts", "b.end_ts").alias("certain_end"),
         F.greatest(F.coalesce("a.start_lower", "a.start_ts"), F.coalesce("b.start_lower", "b.start_ts")).alias("possible_start"),
         F.least(F.coalesce("a.end_upper", "a.end_ts"), F.coalesce("b.end_upper", "b.end_ts")).alias("possible_end"),
+        F.col("a.interval_id").alias("_a_id"),
+        F.col("b.interval_id").alias("_b_id"),
     )
     return pairs.withColumn(
         "window_id",
@@ -528,7 +537,11 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclus
 
     Traffic = counter growth on each side's *active* observations inside the possible window
     (not what a passive instance loaded from the journal before it took over)."""
-    pairs = overlapping_pairs(intervals, nonexclusive)
+    return windows_with_traffic(overlapping_pairs(intervals, nonexclusive), broker_state)
+
+
+def windows_with_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
+    """split_brain_windows rows for `pairs` (overlapping_pairs), traffic from `broker_state`."""
     return pairs.join(window_traffic(pairs, broker_state), "window_id", "left").select(
         "window_id",
         "kind",
@@ -547,28 +560,201 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclus
 
 
 # --- the runner ------------------------------------------------------------------------------------------
+#
+# Two jobs, each with its own watermark (lakehouse/jobs/watermark.py): silver reads bronze_jolokia,
+# gold reads broker_state. An incremental run needs only appends to its input since the watermark;
+# it reads the new rows plus the few stored rows that decide what they continue, and writes what
+# changed. Whatever it could not do exactly (rows older than stored ones, a group derived for rows
+# already stored, anything but appends) falls back to the full recompute, which is always right.
+
+SILVER_JOB, GOLD_JOB = "spine-silver", "spine-gold"
+GOLD_TABLES = ("role_intervals", "failover_events", "split_brain_windows", "ha_group_checks")
+KEY = ["group_name", "instance"]
+# what the gold steps read of broker_state (no partition column: the bridge need not attach it)
+GOLD_INPUT = [*ROLE_INPUT, "reachable", "total_enqueued", "store", "node_id"]
 
 
-def run_spine(slh, targets: dict[str, tuple[str, str | None]], progress=None) -> dict[str, int]:
-    """Read bronze, compute silver and gold, write them (overwrite = idempotent rerun)."""
-    say = progress or (lambda msg: None)
-    bronze = slh.read("bronze_jolokia")
-    counts: dict[str, int] = {}
-    say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA))
+def code_sources() -> list[str]:
+    """The code whose every edit makes the next run a full one: this job and the packs it runs."""
+    modules = {__name__, "collectors.base", "collectors.packs", *(type(p).__module__ for p in PACKS.values())}
+    return sorted(sys.modules[m].__file__ for m in modules if getattr(sys.modules.get(m), "__file__", None))
+
+
+def pinned_read(slh, name: str, columns: Sequence[str] | None = None) -> tuple[DataFrame, int]:
+    """The table at its current version, and that version (-1: no table yet)."""
+    version = slh.lakehouse.version(name)
+    return slh.read(name, version=version, columns=columns), -1 if version is None else version
+
+
+def appended_since(slh, job: str, outputs: Sequence[str], input_table: str, fp: str, columns: Sequence[str] | None = None):
+    """The input's rows split at the job's watermark, when an incremental run is possible."""
+    mark = read_watermark(slh.lakehouse, job, outputs)
+    if mark is None or mark.fingerprint != fp:
+        return None
+    return slh.read_appended(input_table, mark.input_version, columns)
+
+
+def run_silver(slh, targets: dict[str, tuple[str, str | None]], say, full: bool = False) -> None:
+    """bronze_jolokia → the silver tables."""
+    fp = fingerprint(SILVER_JOB, sorted(targets.items()), sources=code_sources())
+    appended = None if full else appended_since(slh, SILVER_JOB, SILVER_FROM_JOLOKIA, "bronze_jolokia", fp)
+    if appended is not None and silver_increment(slh, appended, targets, Watermark(SILVER_JOB, appended.version, fp), say):
+        return
+    bronze, version = pinned_read(slh, "bronze_jolokia")
+    say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + " (full)")
     configured = {name for name, (_, group) in targets.items() if group}
+    mark = Watermark(SILVER_JOB, version, fp).commit_info()
     for table in SILVER_FROM_JOLOKIA:
         silver = to_silver(bronze, table, targets)
         if table == "broker_state":
             silver = fill_derived_groups(silver, configured)
-        counts[table] = slh.write(table, silver)
-    state = slh.read("broker_state").cache()
-    say("silver → gold role_intervals")
-    counts["role_intervals"] = slh.write("role_intervals", role_intervals(state))
+        slh.write(table, silver, commit_info=mark)
+
+
+def silver_increment(slh, appended, targets, mark: Watermark, say) -> bool:
+    """Append the silver rows of the new bronze rows; False when that would not be exact."""
+    if appended.new.isEmpty():
+        say("bronze → silver: no new bronze rows")
+        return True
+    configured = {name for name, (_, group) in targets.items() if group}
+    state = to_silver(appended.new, "broker_state", targets).cache()
+    context = fill_context(state, slh.read("broker_state"), configured)
+    if context is None:
+        state.unpersist()
+        say("bronze → silver: new rows reach back into stored ones, recomputing")
+        return False
+    say(f"bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + f" (incremental: rows appended to bronze up to version {mark.input_version})")
+    before = slh.spark.createDataFrame(context, "instance string, ts timestamp, group_name string")
+    for table in SILVER_FROM_JOLOKIA:
+        rows = fill_derived_groups(state, configured, before) if table == "broker_state" else to_silver(appended.new, table, targets)
+        slh.write(table, rows, mode="append", commit_info=mark.commit_info())
+    state.unpersist()
+    return True
+
+
+def fill_context(new_state: DataFrame, stored: DataFrame, configured: set[str]) -> list[tuple] | None:
+    """For every instance of new broker_state rows whose group is derived from data, its last
+    stored row that had a derived group (instance, ts, group_name): what `fill_derived_groups`
+    needs from before. None when the new rows would change stored ones: rows older than stored
+    ones, or the first derived group of an instance whose stored rows all still wait for one."""
+    derived = F.col("group_name") != F.col("instance")
+    new = (new_state.where(~F.col("instance").isin(sorted(configured))).groupBy("instance")
+           .agg(F.min("ts").alias("first_new"), F.max(derived).alias("new_derived")))
+    old = stored.join(F.broadcast(new.select("instance")), "instance").groupBy("instance").agg(
+        F.max("ts").alias("last_old"),
+        F.max(~derived).alias("old_waiting"),
+        F.max(F.when(derived, F.struct("ts", "group_name"))).alias("last_derived"),
+    )
+    context = []
+    for r in new.join(old, "instance", "left").collect():
+        if r.last_old is None:
+            continue
+        if r.first_new <= r.last_old or (r.old_waiting and r.last_derived is None and r.new_derived):
+            return None
+        if r.last_derived is not None:
+            context.append((r.instance, r.last_derived.ts, r.last_derived.group_name))
+    return context
+
+
+def run_gold(slh, say, full: bool = False) -> None:
+    """broker_state → role_intervals, failover_events, split_brain_windows, ha_group_checks."""
+    fp = fingerprint(GOLD_JOB, nonexclusive_kinds(), sources=code_sources())
+    appended = None if full else appended_since(slh, GOLD_JOB, GOLD_TABLES, "broker_state", fp, GOLD_INPUT)
+    if appended is not None and gold_increment(slh, appended, Watermark(GOLD_JOB, appended.version, fp), say):
+        return
+    state, version = pinned_read(slh, "broker_state", GOLD_INPUT)
+    mark = Watermark(GOLD_JOB, version, fp).commit_info()
+    say("silver → gold role_intervals (full)")
+    slh.write("role_intervals", role_intervals(state), commit_info=mark)
     intervals = slh.read("role_intervals").cache()
     say("gold failover_events, split_brain_windows, ha_group_checks")
-    counts["failover_events"] = slh.write("failover_events", failover_events(intervals))
-    counts["split_brain_windows"] = slh.write("split_brain_windows", split_brain_windows(intervals, state))
-    counts["ha_group_checks"] = slh.write("ha_group_checks", ha_group_checks(state))
-    state.unpersist()
+    slh.write("failover_events", failover_events(intervals), commit_info=mark)
+    slh.write("split_brain_windows", split_brain_windows(intervals, state), commit_info=mark)
+    slh.write("ha_group_checks", ha_group_checks(state), commit_info=mark)
     intervals.unpersist()
-    return counts
+
+
+def gold_increment(slh, appended, mark: Watermark, say) -> bool:
+    """Bring gold up to date with rows appended to broker_state; False when that would not be exact.
+
+    Per (group, instance) with new rows, the role intervals are recomputed from its last stored
+    *inactive* observation on (there the interval scan starts afresh: nothing before it can change
+    what comes after); that re-reads the open interval, the overlap it needs. Hand-overs are
+    recomputed for the groups concerned from all their intervals (few), split-brain windows only
+    where an interval of theirs changed; every other gold row is kept as it is."""
+    if appended.new.isEmpty():
+        say("silver → gold: no new broker_state rows")
+        return True
+    old, new = appended.old, appended.new
+    keys = resume_points(old, new)
+    if keys is None:
+        say("silver → gold: rows older than stored ones, recomputing")
+        return False
+    say(f"silver → gold (incremental: broker_state up to version {mark.input_version}, {len(keys)} instances with new rows)")
+    spark = slh.spark
+    anchors = F.broadcast(spark.createDataFrame(keys, "group_name string, instance string, anchor long")
+                          .withColumn("_affected", F.lit(True)))
+    earliest = None if any(k[2] is None for k in keys) else min(k[2] for k in keys)
+    pruned = old if earliest is None else old.where(F.col("ts") >= F.timestamp_micros(F.lit(earliest)))  # Parquet skips the rest
+    after_anchor = F.unix_micros("ts") >= F.coalesce(F.col("anchor"), F.lit(-(2**63)))
+    rows = pruned.join(anchors, KEY).where(after_anchor).drop("anchor", "_affected").unionByName(new)
+
+    recomputed = role_intervals(rows).cache()
+    kept = (slh.read("role_intervals").join(anchors, KEY, "left")
+            .where(F.col("_affected").isNull() | (F.unix_micros("start_ts") < F.col("anchor")))
+            .drop("anchor", "_affected"))
+    intervals = kept.unionByName(recomputed).cache()
+    intervals.count()  # materialised before role_intervals, which it was read from, is rewritten
+    groups = F.broadcast(spark.createDataFrame(sorted({(k[0],) for k in keys}), "group_name string"))
+    touched = intervals.join(groups, "group_name", "left_semi")
+
+    def untouched(table: str) -> DataFrame:
+        return slh.read(table).join(groups, "group_name", "left_anti")
+
+    pairs = flag_changed_pairs(overlapping_pairs(touched), recomputed).cache()
+    fresh = pairs.where("_changed")
+    first = fresh.agg(F.min("possible_start")).first()[0]
+    window_rows = old.join(groups, "group_name", "left_semi")
+    window_rows = (window_rows if first is None else window_rows.where(F.col("ts") >= F.lit(first))).unionByName(new)
+    unchanged = slh.read("split_brain_windows").join(pairs.where(~F.col("_changed")).select("window_id"), "window_id", "left_semi")
+
+    info = mark.commit_info()
+    slh.write("role_intervals", intervals, commit_info=info)
+    slh.write("failover_events", untouched("failover_events").unionByName(failover_events(touched)), commit_info=info)
+    slh.write("split_brain_windows", untouched("split_brain_windows").unionByName(unchanged)
+              .unionByName(windows_with_traffic(fresh, window_rows)), commit_info=info)
+    slh.write("ha_group_checks", ha_group_checks(old.unionByName(new)), commit_info=info)
+    for df in (recomputed, intervals, pairs):
+        df.unpersist()
+    return True
+
+
+def resume_points(old: DataFrame, new: DataFrame) -> list[tuple] | None:
+    """(group, instance, anchor µs) for every key with new rows: where its interval scan restarts
+    (its last stored inactive observation; None: from its first row). None when some new row is
+    not later than that key's stored rows (late data: only a full run is exact)."""
+    first_new = new.groupBy(*KEY).agg(F.min(F.unix_micros("ts")).alias("first_new"))
+    stored = old.join(F.broadcast(first_new.select(*KEY)), KEY).groupBy(*KEY).agg(
+        F.max(F.unix_micros("ts")).alias("last_old"),
+        F.max(F.when(~F.col("active"), F.unix_micros("ts"))).alias("anchor"))
+    keys = first_new.join(stored, KEY, "left").collect()
+    if any(k.last_old is not None and k.first_new <= k.last_old for k in keys):
+        return None
+    return [(k.group_name, k.instance, k.anchor) for k in keys]
+
+
+def flag_changed_pairs(pairs: DataFrame, recomputed: DataFrame) -> DataFrame:
+    """`_changed`: one of the pair's intervals was recomputed (its window must be too)."""
+    changed = F.broadcast(recomputed.select(F.col("interval_id").alias("_id")).withColumn("_hit", F.lit(True)))
+    for side in ("_a_id", "_b_id"):
+        pairs = pairs.join(changed.withColumnRenamed("_id", side).withColumnRenamed("_hit", side + "_hit"), side, "left")
+    return pairs.withColumn("_changed", F.col("_a_id_hit").isNotNull() | F.col("_b_id_hit").isNotNull()).drop("_a_id_hit", "_b_id_hit")
+
+
+def run_spine(slh, targets: dict[str, tuple[str, str | None]], progress=None, full: bool = False) -> dict[str, int]:
+    """bronze → silver → gold; incremental from the jobs' watermarks unless `full`. Returns the
+    rows each output table holds afterwards (what a rerun over the same data gives again)."""
+    say = progress or (lambda msg: None)
+    run_silver(slh, targets, say, full=full)
+    run_gold(slh, say, full=full)
+    return {t: slh.lakehouse.count(t) for t in (*SILVER_FROM_JOLOKIA, *GOLD_TABLES)}

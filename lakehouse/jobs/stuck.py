@@ -50,7 +50,9 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.jobs.runs import NAT, contract_frame, count_between, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
+from lakehouse.jobs.runs import (
+    NAT, contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs, utc_ns,
+)
 from lakehouse.jobs.spine import nonexclusive_kinds
 from lakehouse.tables import STUCK_MESSAGES
 
@@ -58,12 +60,15 @@ DEAD_LETTER_NAMES = frozenset({"DLQ", "ExpiryQueue", "ActiveMQ.DLQ"})  # the bro
 HEAD_STAYED_RATIO = 0.9  # oldest-message age grew by ≥ 90 % of the elapsed time: same head message
 REPLAY_KINDS = ("activemq",)
 RATE_WINDOW_S = 60  # the old master's enqueue rate is measured over its last minute
+PER_DESTINATION = ["destination_type", "destination"]
 
 DEST_COLUMNS = [
     "ts", "kind", "group_name", "instance", "destination", "logical_destination", "destination_type",
     "messages", "consumers", "enqueued", "dequeued", "oldest_message_age_ms", "paused", "prepared_tx_messages",
 ]
 STATE_COLUMNS = ["ts", "group_name", "instance", "reachable", "active"]
+EVENT_COLUMNS = ["event_id", "kind", "group_name", "from_instance", "to_instance", "old_last_active",
+                 "old_first_unanswered", "old_first_inactive", "new_first_active"]
 
 ADVICE = {
     "stranded-member": (
@@ -96,23 +101,18 @@ ADVICE = {
 # --- per observation -------------------------------------------------------------------------------
 
 
-def _num(values) -> np.ndarray:
-    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
-
-
 def held_without_consumers(messages, consumers, paused) -> np.ndarray:
     """Messages are there and nobody takes them: no consumer, or delivery paused (unknown → no)."""
-    m, c = _num(messages), _num(consumers)
+    m, c = numbers(messages), numbers(consumers)
     is_paused = pd.Series(paused, dtype="boolean").fillna(False).to_numpy(dtype=bool)
     return (m > 0) & ((c == 0) | is_paused)
 
 
 def delivered_since_previous(messages, enqueued, dequeued, same_instance) -> np.ndarray:
     """Whether each observation proves a delivery since the previous one (the first proves none)."""
-    m, enq, deq = _num(messages), _num(enqueued), _num(dequeued)
+    m, enq, deq = numbers(messages), numbers(enqueued), numbers(dequeued)
     d_msg, d_enq, d_deq = (np.diff(x, prepend=np.nan) for x in (m, enq, deq))
-    same = np.asarray(same_instance, dtype=bool)
-    comparable = same & ~(d_enq < 0) & ~(d_deq < 0)  # a counter going back = restarted
+    comparable = np.asarray(same_instance, dtype=bool) & ~(d_enq < 0) & ~(d_deq < 0)  # a counter going back = restarted
     return np.where(
         comparable & ~np.isnan(d_deq), d_deq > 0,
         np.where(comparable & ~np.isnan(d_enq), d_enq - d_msg > 0, d_msg < 0),
@@ -122,7 +122,7 @@ def delivered_since_previous(messages, enqueued, dequeued, same_instance) -> np.
 def idle_observations(series: pd.DataFrame) -> np.ndarray:
     """Idle = held without consumers and no delivery since the previous observation (series by ts)."""
     inst = series["instance"].to_numpy()
-    same_instance = np.concatenate(([False], inst[1:] == inst[:-1])) if len(inst) else np.zeros(0, bool)
+    same_instance = np.concatenate(([False], inst[1:] == inst[:-1]))
     held = held_without_consumers(series["messages"], series["consumers"], series["paused"])
     return held & ~delivered_since_previous(series["messages"], series["enqueued"], series["dequeued"], same_instance)
 
@@ -130,34 +130,31 @@ def idle_observations(series: pd.DataFrame) -> np.ndarray:
 # --- runs -------------------------------------------------------------------------------------------
 
 
-def stuck_runs(series: pd.DataFrame, flags: np.ndarray, unanswered: np.ndarray, threshold_s: float) -> pd.DataFrame:
-    """Runs of `flags` in one destination series (sorted by ts) that lasted the threshold.
+def stuck_runs(series: pd.DataFrame, flags: np.ndarray, counts: np.ndarray, unanswered: np.ndarray, threshold_s: float,
+               age_is_evidence: bool) -> pd.DataFrame:
+    """Runs of `flags` in one destination series (sorted by ts) that lasted the threshold, with the
+    `counts` they concern (messages held, or held by prepared transactions).
 
-    `unanswered`: sorted times of unanswered scrapes of the instance(s) serving the series. The
-    oldest-message age, where reported and rising, stretches a run to the head message's wait."""
+    `unanswered`: sorted times of unanswered scrapes of the instance(s) serving the series. With
+    `age_is_evidence`, the oldest-message age, where reported and rising, stretches a run to the
+    head message's wait."""
     starts, ends = true_runs(flags)
-    if not len(starts):
-        return pd.DataFrame()
-    ts = utc_ns(series["ts"])
-    runs = pd.DataFrame(run_bounds(ts, starts, ends))
+    runs = pd.DataFrame(run_bounds(utc_ns(series["ts"]), starts, ends))
     runs["duration_s"] = seconds(runs["end_ts"].to_numpy() - runs["start_ts"].to_numpy())
-    age = _num(series["oldest_message_age_ms"])
+    age = numbers(series["oldest_message_age_ms"])
     age_start, age_end = age[starts], age[ends]
-    rising = age_end > age_start
+    rising = (age_end > age_start) & age_is_evidence
     runs["stuck_for_s"] = np.fmax(runs["duration_s"], np.where(rising, age_end / 1000.0, np.nan))
     head_stayed = rising & ((age_end - age_start) / 1000.0 >= HEAD_STAYED_RATIO * runs["duration_s"].to_numpy())
     missed = count_between(unanswered, runs["start_ts"].to_numpy(), runs["end_ts"].to_numpy())
     runs["certainty"] = np.where((missed == 0) | head_stayed, "certain", "possible")
-    messages = _num(series["messages"])
-    prepared = _num(series["prepared_tx_messages"])
     instances = series["instance"].to_numpy()
-    runs["messages"] = messages[ends]
-    runs["prepared"] = prepared[ends]
-    runs["oldest_message_age_ms"] = age_end
-    runs["messages_max"] = [np.nanmax(messages[s : e + 1]) for s, e in zip(starts, ends)]
-    runs["instances"] = [",".join(sorted(set(instances[s : e + 1]))) for s, e in zip(starts, ends)]
     runs["instance"] = instances[ends]
-    runs["consumers"] = np.nan_to_num(_num(series["consumers"])[ends]) > 0
+    runs["instances"] = [",".join(sorted(set(instances[s : e + 1]))) for s, e in zip(starts, ends)]
+    runs["messages"] = counts[ends]
+    runs["messages_max"] = [np.nanmax(counts[s : e + 1]) for s, e in zip(starts, ends)]
+    runs["oldest_message_age_ms"] = age_end
+    runs["consumers"] = np.nan_to_num(numbers(series["consumers"])[ends]) > 0
     runs["paused"] = pd.Series(series["paused"], dtype="boolean").fillna(False).to_numpy(dtype=bool)[ends]
     return runs[runs["stuck_for_s"] >= threshold_s].reset_index(drop=True)
 
@@ -169,7 +166,7 @@ def siblings_with_consumers(dest: pd.DataFrame, logical: str, instance: str, sta
         (dest["logical_destination"] == logical)
         & (dest["destination_type"] == "queue")
         & (dest["instance"] != instance)
-        & (_num(dest["consumers"]) > 0)
+        & (numbers(dest["consumers"]) > 0)
         & (ts >= start)
         & (ts <= end)
     ]
@@ -183,65 +180,69 @@ def _secs_text(s: float) -> str:
     return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
 
 
-def _finding(code: str, severity: str, first: pd.Series, run, threshold_s: float | None, message: str, advice: str, **extra) -> dict:
+def _span(run) -> str:
+    return f"{fmt_ts(run['start_ts'])} → {fmt_ts(run['end_ts'])}"
+
+
+def _finding(code: str, severity: str, dest_row: pd.Series, run, threshold_s: float | None, message: str,
+             advice: str, **extra) -> dict:
+    """A stuck_messages row: the destination's identity, the run's bounds and counts, the words."""
     row = {
-        "finding_id": stable_id(code, first["group_name"], run["instance"], first["destination_type"], first["destination"], run["start_ts"]),
+        "finding_id": stable_id(code, dest_row["group_name"], run["instance"], dest_row["destination_type"],
+                                dest_row["destination"], run["start_ts"]),
         "code": code,
         "severity": severity,
-        "kind": first["kind"],
-        "group_name": first["group_name"],
-        "destination": first["destination"],
-        "logical_destination": first["logical_destination"],
-        "destination_type": first["destination_type"],
         "threshold_s": threshold_s,
         "message": message,
         "advice": advice,
+        **{k: dest_row[k] for k in ("kind", "group_name", "destination", "logical_destination", "destination_type")},
     }
     for col in ("certainty", "instance", "start_ts", "start_lower", "end_ts", "end_upper", "is_open", "duration_s",
                 "stuck_for_s", "messages", "messages_max", "oldest_message_age_ms", "instances"):
         if col in run:
             row[col] = run[col]
-    row.update(extra)
-    return row
+    return row | extra
 
 
-def idle_findings(series: pd.DataFrame, dest: pd.DataFrame, unanswered: np.ndarray, threshold_s: float, member_kind: bool) -> list[dict]:
+def idle_findings(series: pd.DataFrame, dest: pd.DataFrame, unanswered: np.ndarray, threshold_s: float,
+                  member_kind: bool) -> list[dict]:
+    """stranded-member / no-consumers findings of one destination series."""
     first = series.iloc[0]
+    runs = stuck_runs(series, idle_observations(series), numbers(series["messages"]), unanswered, threshold_s,
+                      age_is_evidence=True)
     out = []
-    for _, run in stuck_runs(series, idle_observations(series), unanswered, threshold_s).iterrows():
-        siblings = (
-            siblings_with_consumers(dest, first["logical_destination"], run["instance"], run["start_ts"], run["end_ts"])
-            if member_kind and first["destination_type"] == "queue"
-            else []
-        )
+    for _, run in runs.iterrows():
+        siblings = []
+        if member_kind and first["destination_type"] == "queue":
+            siblings = siblings_with_consumers(dest, first["logical_destination"], run["instance"],
+                                               run["start_ts"], run["end_ts"])
         held = f"{run['messages']:.0f} messages on {first['destination']} ({run['instance']})"
-        how = ("delivery paused" if run["consumers"] else "no consumer") + (" (and delivery paused)" if run["paused"] and not run["consumers"] else "")
-        span = f"{fmt_ts(run['start_ts'])} → {fmt_ts(run['end_ts'])}"
-        age = (f"; the oldest is {run['oldest_message_age_ms'] / 1000:.0f} s old"
-               if not np.isnan(run["oldest_message_age_ms"]) else "")
+        how = "delivery paused" if run["consumers"] else "no consumer" + (" (delivery paused too)" if run["paused"] else "")
         if siblings:
             code, severity, advice = "stranded-member", "error", ADVICE["stranded-member"]
-            message = (f"{held} sat with {how} and no delivery for {_secs_text(run['stuck_for_s'])} ({span}) while "
+            message = (f"{held} sat with {how} and no delivery for {_secs_text(run['stuck_for_s'])} ({_span(run)}) while "
                        f"{', '.join(siblings)} consumed from {first['logical_destination']}: they are stranded on this member")
         else:
             dead = first["destination"] in DEAD_LETTER_NAMES
             code, severity = "no-consumers", "info" if dead else "warn"
             advice = ADVICE["dead-letter" if dead else "no-consumers"]
-            message = f"{held} have waited with {how} and no delivery for at least {_secs_text(run['stuck_for_s'])} ({span}){age}"
+            age = run["oldest_message_age_ms"]
+            oldest = f"; the oldest is {age / 1000:.0f} s old" if not np.isnan(age) else ""
+            message = (f"{held} have waited with {how} and no delivery for at least {_secs_text(run['stuck_for_s'])} "
+                       f"({_span(run)}){oldest}")
         out.append(_finding(code, severity, first, run, threshold_s, message, advice,
                             siblings_with_consumers=",".join(siblings) or None))
     return out
 
 
 def prepared_findings(series: pd.DataFrame, unanswered: np.ndarray, threshold_s: float) -> list[dict]:
+    """prepared-transaction findings of one destination series (the head's age is not theirs)."""
     first = series.iloc[0]
-    flags = _num(series["prepared_tx_messages"]) > 0
+    prepared = numbers(series["prepared_tx_messages"])
     out = []
-    for _, run in stuck_runs(series, flags, unanswered, threshold_s).iterrows():
-        run = run.copy()
-        run["messages"], run["stuck_for_s"] = run["prepared"], run["duration_s"]  # the age is not theirs
-        message = (f"{run['prepared']:.0f} messages on {first['destination']} ({run['instance']}) have been held by "
-                   f"prepared transactions for {_secs_text(run['duration_s'])} ({fmt_ts(run['start_ts'])} → {fmt_ts(run['end_ts'])})")
+    for _, run in stuck_runs(series, prepared > 0, prepared, unanswered, threshold_s, age_is_evidence=False).iterrows():
+        message = (f"{run['messages']:.0f} messages on {first['destination']} ({run['instance']}) have been held by "
+                   f"prepared transactions for {_secs_text(run['duration_s'])} ({_span(run)})")
         out.append(_finding("prepared-transaction", "warn", first, run, threshold_s, message, ADVICE["prepared-transaction"]))
     return out
 
@@ -260,39 +261,94 @@ def unreachable_members(dest: pd.DataFrame, state: pd.DataFrame) -> list[dict]:
             positive = shown_not_serving[s : e + 1].any()
             if s == 0 or (e == s and not positive):
                 continue  # nothing seen before it, or one missed scrape: indeterminate
-            bounds = {k: v[0] for k, v in run_bounds(ts, np.array([s]), np.array([e])).items()}
-            held = dest[(dest["instance"] == instance) & (dest_ts == ts[s - 1]) & (_num(dest["messages"]) > 0)]
+            run = {k: v[0] for k, v in run_bounds(ts, np.array([s]), np.array([e])).items()}
+            run |= {"instance": instance, "instances": instance, "certainty": "certain" if positive else "possible",
+                    "duration_s": seconds(run["end_ts"] - run["start_ts"])}
+            run["stuck_for_s"] = run["duration_s"]
+            until = f"until {fmt_ts(run['end_upper'])}" if not pd.isna(run["end_upper"]) else "and has not returned yet"
+            held = dest[(dest["instance"] == instance) & (dest_ts == ts[s - 1]) & (numbers(dest["messages"]) > 0)]
             for _, row in held.iterrows():
-                run = bounds | {
-                    "instance": instance, "instances": instance,
-                    "certainty": "certain" if positive else "possible",
-                    "duration_s": seconds(bounds["end_ts"] - bounds["start_ts"]),
-                    "messages": row["messages"], "messages_max": row["messages"],
-                }
-                run["stuck_for_s"] = run["duration_s"]
-                until = f"until {fmt_ts(bounds['end_upper'])}" if not pd.isna(bounds["end_upper"]) else "and has not returned yet"
-                message = (f"{row['messages']:.0f} messages on {row['destination']} ({row['logical_destination']}) were unavailable: "
-                           f"{instance} stopped serving after {fmt_ts(bounds['start_lower'])} (last seen with them) {until}; "
-                           "a member's messages are only reachable through its own server")
-                out.append(_finding("unreachable-member", "warn", row, run, None, message, ADVICE["unreachable-member"]))
+                message = (f"{row['messages']:.0f} messages on {row['destination']} ({row['logical_destination']}) were "
+                           f"unavailable: {instance} stopped serving after {fmt_ts(run['start_lower'])} (last seen with them) "
+                           f"{until}; a member's messages are only reachable through its own server")
+                counts = {"messages": row["messages"], "messages_max": row["messages"]}
+                out.append(_finding("unreachable-member", "warn", row, run | counts, None, message, ADVICE["unreachable-member"]))
     return out
+
+
+# --- replay after failover -------------------------------------------------------------------------------
+
+
+def replay_excess(old: pd.DataFrame, new_first: pd.Series, old_gone: np.datetime64) -> dict:
+    """How many more messages the new master's first observation of a destination holds than can
+    be explained: the old master's last depth + what the new one received + what the old one could
+    have received until it was gone (its rate over `old`, its observations of the last minute)."""
+    old_ts, enq = utc_ns(old["ts"]), numbers(old["enqueued"])
+    span = seconds(old_ts[-1] - old_ts[0])
+    rate = (enq[-1] - enq[0]) / span if span > 0 and enq[-1] >= enq[0] else np.nan
+    allowance = float(np.ceil(np.nan_to_num(rate) * seconds(old_gone - old_ts[-1])))
+    received = float(np.nan_to_num(numbers([new_first["enqueued"]])[0]))
+    old_depth = float(numbers(old["messages"])[-1])
+    return {"excess": float(numbers([new_first["messages"]])[0]) - (old_depth + received + allowance), "rate": rate,
+            "allowance": allowance, "received": received, "old_depth": old_depth, "old_last_ts": old_ts[-1]}
+
+
+def replay_findings(dest: pd.DataFrame, events: pd.DataFrame) -> list[dict]:
+    """replay-after-failover findings of one group: `dest` its rows sorted by ts, `events` its
+    failover_events rows."""
+    ts = utc_ns(dest["ts"])
+    out = []
+    for ev in events.itertuples():
+        old_last = utc_ns([ev.old_last_active])[0]
+        old_gone = utc_ns([next(t for t in (ev.old_first_unanswered, ev.old_first_inactive, ev.new_first_active)
+                                if not pd.isna(t))])[0]
+        last_minute = (ts <= old_last) & (ts >= old_last - np.timedelta64(RATE_WINDOW_S, "s"))
+        old = dest[(dest["instance"] == ev.from_instance) & last_minute]
+        new = dest[(dest["instance"] == ev.to_instance) & (ts >= utc_ns([ev.new_first_active])[0])]
+        new_firsts = new.groupby(PER_DESTINATION, sort=False).head(1).set_index(PER_DESTINATION)
+        for key, old_rows in old.groupby(PER_DESTINATION, sort=False):
+            if key not in new_firsts.index:
+                continue
+            head = new_firsts.loc[key]
+            r = replay_excess(old_rows, head, old_gone)
+            if not r["excess"] > 0:
+                continue
+            new_ts = utc_ns([head["ts"]])[0]
+            run = {"instance": ev.to_instance, "instances": f"{ev.from_instance},{ev.to_instance}",
+                   "certainty": "possible" if np.isnan(r["rate"]) else "certain",
+                   "start_ts": new_ts, "start_lower": r["old_last_ts"], "end_ts": new_ts, "end_upper": NAT, "is_open": False,
+                   "duration_s": 0.0, "messages": r["excess"], "messages_max": head["messages"]}
+            message = (f"{ev.to_instance} held {head['messages']:.0f} messages on {key[1]} at its first scrape after taking "
+                       f"over from {ev.from_instance}, {r['excess']:.0f} more than {ev.from_instance} last held "
+                       f"({r['old_depth']:.0f}) plus what {ev.to_instance} received since ({r['received']:.0f}) and what "
+                       f"{ev.from_instance} could have received before it died (≤ {r['allowance']:.0f}): "
+                       "old messages were replayed")
+            out.append(_finding("replay-after-failover", "error", old_rows.iloc[0], run, None, message,
+                                ADVICE["replay-after-failover"], failover_event_id=ev.event_id))
+    return out
+
+
+# --- per group -------------------------------------------------------------------------------------------
 
 
 def group_stuck(dest: pd.DataFrame, state: pd.DataFrame, *, threshold_s: float, forward_delays: dict[str, float],
                 member_kinds: list[str], events: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Stuck-message findings of ONE group from its destination_stats and broker_state rows."""
+    """Stuck-message findings of ONE group from its destination_stats and broker_state rows
+    (`events`: failover_events of the replay kinds by group)."""
     if dest.empty:
         return contract_frame([], STUCK_MESSAGES)
     dest = dest.sort_values("ts", kind="stable").reset_index(drop=True)
     member_kind = dest["kind"].iloc[0] in member_kinds
-    unanswered_rows = state[~state["reachable"].astype(bool)]
-    missed_by_instance = {i: np.sort(utc_ns(g["ts"])) for i, g in unanswered_rows.groupby("instance")}
-    missed_in_group = np.sort(utc_ns(unanswered_rows["ts"]))
-    key = ["instance", "destination_type", "destination"] if member_kind else ["destination_type", "destination"]
+    unanswered = state[~state["reachable"].astype(bool)]
+    missed_by_instance = {i: np.sort(utc_ns(g["ts"])) for i, g in unanswered.groupby("instance")}
+    missed_in_group = np.sort(utc_ns(unanswered["ts"]))
+    no_misses = np.array([], "datetime64[ns]")
+    # a member kind's destination lives on one server; a live/backup group's moves with the live role
+    key = ["instance", *PER_DESTINATION] if member_kind else PER_DESTINATION
     findings: list[dict] = []
     for _, series in dest.groupby(key, sort=False, dropna=False):
         series = series.reset_index(drop=True)
-        missed = missed_by_instance.get(series["instance"].iloc[0], np.array([], "datetime64[ns]")) if member_kind else missed_in_group
+        missed = missed_by_instance.get(series["instance"].iloc[0], no_misses) if member_kind else missed_in_group
         threshold = float(forward_delays.get(series["logical_destination"].iloc[0], threshold_s))
         findings += idle_findings(series, dest, missed, threshold, member_kind)
         findings += prepared_findings(series, missed, threshold)
@@ -304,59 +360,13 @@ def group_stuck(dest: pd.DataFrame, state: pd.DataFrame, *, threshold_s: float, 
     return contract_frame(findings, STUCK_MESSAGES)
 
 
-# --- replay after failover -------------------------------------------------------------------------------
-
-EVENT_COLUMNS = ["event_id", "kind", "group_name", "from_instance", "to_instance", "old_last_active",
-                 "old_first_unanswered", "old_first_inactive", "new_first_active"]
-
-
-def replay_findings(dest: pd.DataFrame, events: pd.DataFrame) -> list[dict]:
-    """New masters whose first depth of a destination exceeds what the old master held plus what
-    can have arrived since (module doc). `dest`: one group's rows sorted by ts; `events`: its
-    failover_events rows."""
-    ts = utc_ns(dest["ts"])
-    out = []
-    for ev in events.itertuples():
-        old_last = utc_ns([ev.old_last_active])[0]
-        old_gone = utc_ns([next(t for t in (ev.old_first_unanswered, ev.old_first_inactive, ev.new_first_active) if not pd.isna(t))])[0]
-        window = (ts <= old_last) & (ts >= old_last - np.timedelta64(RATE_WINDOW_S, "s"))
-        old = dest[(dest["instance"] == ev.from_instance) & window]
-        new = dest[(dest["instance"] == ev.to_instance) & (ts >= utc_ns([ev.new_first_active])[0])]
-        firsts = new.groupby(["destination_type", "destination"], sort=False).head(1).set_index(["destination_type", "destination"])
-        for key, o in old.groupby(["destination_type", "destination"], sort=False):
-            if key not in firsts.index:
-                continue
-            head, last, first = firsts.loc[key], o.iloc[-1], o.iloc[0]
-            o_ts = utc_ns(o["ts"])
-            span = seconds(o_ts[-1] - o_ts[0])
-            enq = _num(o["enqueued"])
-            rate = (enq[-1] - enq[0]) / span if span > 0 and enq[-1] >= enq[0] else np.nan
-            allowance = np.ceil(np.nan_to_num(rate) * seconds(old_gone - o_ts[-1]))
-            received = np.nan_to_num(_num([head["enqueued"]])[0])
-            excess = _num([head["messages"]])[0] - (last["messages"] + received + allowance)
-            if not excess > 0:
-                continue
-            new_ts = utc_ns([head["ts"]])[0]
-            run = {"instance": ev.to_instance, "instances": f"{ev.from_instance},{ev.to_instance}",
-                   "certainty": "possible" if np.isnan(rate) else "certain",
-                   "start_ts": new_ts, "start_lower": o_ts[-1], "end_ts": new_ts, "end_upper": NAT, "is_open": False,
-                   "duration_s": 0.0, "messages": excess, "messages_max": head["messages"]}
-            message = (f"{ev.to_instance} held {head['messages']:.0f} messages on {key[1]} at its first scrape after taking over "
-                       f"from {ev.from_instance}, {excess:.0f} more than {ev.from_instance} last held ({last['messages']:.0f}) plus "
-                       f"what {ev.to_instance} received since ({received:.0f}) and what {ev.from_instance} could have received "
-                       f"before it died (≤ {allowance:.0f}): old messages were replayed")
-            out.append(_finding("replay-after-failover", "error", first, run, None, message, ADVICE["replay-after-failover"],
-                                failover_event_id=ev.event_id))
-    return out
-
-
 # --- the job -----------------------------------------------------------------------------------------
 
 
 def stuck_messages(dest: DataFrame, state: DataFrame, failovers: pd.DataFrame, *, threshold_s: float,
                    forward_delays: dict[str, float] | None = None) -> DataFrame:
     """`failovers`: failover_events of the replay kinds, as pandas (small: one row per failover)."""
-    events = {g: e for g, e in failovers.groupby("group_name")} if len(failovers) else {}
+    events = dict(tuple(failovers.groupby("group_name"))) if len(failovers) else {}
     per_group = partial(group_stuck, threshold_s=threshold_s, forward_delays=dict(forward_delays or {}),
                         member_kinds=nonexclusive_kinds(), events=events)
     return (
@@ -369,7 +379,8 @@ def stuck_messages(dest: DataFrame, state: DataFrame, failovers: pd.DataFrame, *
 def run_stuck(slh, rules, progress=None) -> dict[str, int]:
     """`rules`: the config's `analysis.stuck` section (threshold, forward_delays)."""
     (progress or (lambda m: None))("gold stuck_messages")
-    failovers = slh.read("failover_events").where(F.col("kind").isin(list(REPLAY_KINDS))).select(*EVENT_COLUMNS).toPandas()
+    failovers = (slh.read("failover_events").where(F.col("kind").isin(list(REPLAY_KINDS)))
+                 .select(*EVENT_COLUMNS).toPandas())
     df = stuck_messages(slh.read("destination_stats"), slh.read("broker_state"), failovers,
                         threshold_s=rules.threshold, forward_delays=rules.forward_delays)
     return {"stuck_messages": slh.write("stuck_messages", df)}

@@ -1,0 +1,391 @@
+"""Spine job (issue P5): broker_state → gold role_intervals, failover_events, split_brain_windows,
+with our Spark job and with DuckDB computing the same in SQL, side by side in one run.
+
+    pip install duckdb
+    python bench/bench_spine.py                 # 500 groups x 2 instances x 10,000 observations
+    python bench/bench_spine.py --groups 50     # a quick run (1 M rows)
+
+What it does:
+1. Generates `broker_state` rows (the silver table the gold steps read): per group two ActiveMQ
+   instances scraped every second, with failovers (the live stops answering, the backup takes
+   over, the old live restarts as slave: a new JVM), clean hand-overs, split brains (both active
+   for a few scrapes), restarts of the live without failover and random missed scrapes. 1 % more
+   observations per instance are generated too and kept aside. Written once with delta-rs.
+2. Spark (local[2], the bridge), `run_gold(full=True)`: reads the table, writes the three gold tables
+   (+ ha_group_checks). Timed from the first read to the last commit; the JVM start is not
+   included (reported apart).
+3. DuckDB (2 threads) reads the same Parquet files and computes the same rows in SQL, materialised
+   as tables. Its restart rule compares the uptime-derived JVM start with the previous known one
+   in the run, where the job compares with the interval's first known one: the same on this data
+   (jitter ≤ 20 ms against a 1.5 s tolerance), and the answers are asserted equal.
+4. Asserts that both give the same intervals, failovers and split-brain windows (every boundary
+   column, compared row by row), prints counts and a checksum of the boundaries.
+5. Appends the 1 % (100 observations per instance) to broker_state and runs the job
+   incrementally (`run_gold()`, watermark on the table's Delta version), then a full run on
+   everything and DuckDB on everything, and asserts all three agree.
+
+Memory: Spark driver 4 GB, DuckDB memory_limit 4 GB; peak RSS of this process ~3 GB at 10 M rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from lakehouse.store import Lakehouse  # noqa: E402
+
+T0 = dt.datetime(2026, 11, 22, 22, 30, tzinfo=dt.timezone.utc)  # crosses midnight: two obs_date partitions
+STEP_US = 1_000_000
+
+
+# --- data -----------------------------------------------------------------------------------------------
+
+
+def group_states(rng: np.random.Generator, ticks: int) -> tuple[np.ndarray, np.ndarray]:
+    """States (1 active, 0 inactive, -1 unanswered) and JVM starts (ms, relative) of the two
+    instances of one group over `ticks` scrapes."""
+    state = np.zeros((2, ticks), np.int8)
+    jvm = np.zeros((2, ticks), np.float64)
+    live = 0
+    state[0, :] = 1
+    events = np.sort(rng.choice(np.arange(60, ticks - 60, 40), size=int(rng.integers(4, 12)), replace=False))
+    for f in events:
+        old, new = live, 1 - live
+        kind = rng.choice(["crash", "clean", "split", "restart"], p=[0.55, 0.2, 0.15, 0.1])
+        if kind == "restart":  # the live restarts; nobody takes over
+            d = int(rng.integers(1, 4))
+            state[old, f:f + d] = -1
+            jvm[old, f + d:] += rng.integers(60_000, 600_000)
+            continue
+        if kind == "crash":  # old live dies, backup takes over, old comes back as slave (new JVM)
+            down = int(rng.integers(2, 9))
+            takeover = f + int(rng.integers(1, down + 1))
+            state[old, f:f + down] = -1
+            state[old, f + down:] = 0
+            jvm[old, f + down:] += rng.integers(60_000, 600_000)
+            state[new, takeover:] = 1
+        elif kind == "clean":  # orderly hand-over
+            state[old, f:] = 0
+            state[new, f + 1:] = 1
+        else:  # split brain: the backup activates while the live still serves
+            state[new, f - int(rng.integers(2, 7)):] = 1
+            state[old, f:] = 0
+        live = new
+    missed = rng.random((2, ticks)) < 0.003
+    state[missed] = -1
+    return state, jvm
+
+
+def generate(groups: int, obs: int, extra: int, seed: int = 7) -> tuple[pa.Table, pa.Table]:
+    """broker_state rows: `obs` observations per instance, then `extra` more (the new data)."""
+    rng = np.random.default_rng(seed)
+    ticks = obs + extra
+    n_inst = groups * 2
+    states = np.empty((n_inst, ticks), np.int8)
+    jvms = np.empty((n_inst, ticks), np.float64)
+    for g in range(groups):
+        states[2 * g:2 * g + 2], jvms[2 * g:2 * g + 2] = group_states(rng, ticks)
+    offset_us = (rng.integers(0, 500_000, n_inst) // 1000) * 1000
+    jitter_us = rng.integers(0, 30, (n_inst, ticks)) * 1000
+    t0_us = int(T0.timestamp() * 1_000_000)
+    ts = t0_us + np.arange(ticks)[None, :] * STEP_US + offset_us[:, None] + jitter_us
+    jvm_start_ms = (t0_us // 1000 - rng.integers(3_600_000, 86_400_000, n_inst))[:, None] + jvms
+    uptime = (ts // 1000) - jvm_start_ms + rng.integers(-10, 11, (n_inst, ticks))
+    enqueued = np.cumsum((states == 1) * rng.integers(0, 6, (n_inst, ticks)), axis=1)
+
+    def table(cols: slice) -> pa.Table:
+        st = states[:, cols].ravel()
+        n = st.size
+        per = states[:, cols].shape[1]
+        inst_idx = np.repeat(np.arange(n_inst), per)
+        names = pa.array([f"g{g:04d}-{x}" for g in range(groups) for x in "ab"])
+        instance = pa.DictionaryArray.from_arrays(pa.array(inst_idx, pa.int32()), names).cast(pa.string())
+        group = pa.DictionaryArray.from_arrays(pa.array(inst_idx // 2, pa.int32()),
+                                               pa.array([f"g{g:04d}" for g in range(groups)])).cast(pa.string())
+        ts_col = pa.array(ts[:, cols].ravel(), pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        unknown = st == -1
+        tick = np.tile(np.arange(cols.start or 0, (cols.start or 0) + per), n_inst)
+        return pa.table({
+            "obs_key": pc.binary_join_element_wise(instance, pc.cast(pa.array(tick), pa.string()), "/"),
+            "ts": ts_col,
+            "obs_date": pc.strftime(ts_col, "%Y-%m-%d"),
+            "kind": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["activemq"])).cast(pa.string()),
+            "group_name": group,
+            "instance": instance,
+            "reachable": pa.array(~unknown),
+            "active": pa.array(st == 1, mask=unknown),
+            "role": pa.array(np.where(unknown, "unknown", np.where(st == 1, "master", "slave")), pa.string()),
+            "uptime_ms": pa.array(uptime[:, cols].ravel().astype(np.int64), mask=unknown),
+            "total_enqueued": pa.array(enqueued[:, cols].ravel(), pa.int64(), mask=unknown),
+        })
+
+    def by_time(t: pa.Table) -> pa.Table:  # as collectors append them: oldest first
+        return t.sort_by([("ts", "ascending")])
+
+    return by_time(table(slice(0, obs))), by_time(table(slice(obs, ticks)))
+
+
+# --- DuckDB: the same intervals, failovers and overlaps in SQL ----------------------------------------------
+
+DUCKDB_SQL = """
+CREATE OR REPLACE TEMP TABLE s AS
+SELECT group_name, instance, kind, epoch_us(ts) AS t,
+       CASE WHEN active IS NULL THEN -1 WHEN active THEN 1 ELSE 0 END AS st,
+       (epoch_us(ts) // 1000)::DOUBLE - uptime_ms AS js, reachable, total_enqueued
+FROM read_parquet({files});
+
+CREATE OR REPLACE TEMP TABLE r AS
+SELECT *,
+       row_number() OVER w AS rn,
+       sum((st = 0)::INT) OVER w AS run,
+       lag(t) OVER w AS prev_t, lag(st) OVER w AS prev_st,
+       lead(t) OVER w AS next_t, lead(st) OVER w AS next_st
+FROM s WINDOW w AS (PARTITION BY group_name, instance ORDER BY t);
+
+CREATE OR REPLACE TEMP TABLE key_end AS
+SELECT group_name, instance, max(rn) AS last_rn, arg_max(t, rn) AS last_t, arg_max(st, rn) AS last_st
+FROM r GROUP BY ALL;
+
+-- active rows; a JVM start more than 1.5 s after the previous known one in the run = restart
+CREATE OR REPLACE TEMP TABLE a AS
+SELECT *, sum(restart::INT) OVER (PARTITION BY group_name, instance, run ORDER BY t) AS seg
+FROM (SELECT *, coalesce(js - last_value(js IGNORE NULLS) OVER (PARTITION BY group_name, instance, run ORDER BY t
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) > 1500, false) AS restart
+      FROM r WHERE st = 1);
+
+CREATE OR REPLACE TEMP TABLE seg AS
+SELECT group_name, instance, any_value(kind) AS kind, run, seg,
+       min(t) AS start_t, max(t) AS end_t, min(rn) AS rn0, max(rn) AS rn1, count(*) AS observations,
+       arg_min_null(prev_t, rn) AS start_lower, arg_min_null(prev_st, rn) AS start_lower_st,
+       arg_max_null(next_t, rn) AS end_upper, arg_max_null(next_st, rn) AS end_upper_st
+FROM a GROUP BY group_name, instance, run, seg;
+
+CREATE OR REPLACE TEMP TABLE iv AS
+SELECT s.group_name, s.instance, s.kind, s.start_t, s.end_t,
+       s.start_lower, CASE s.start_lower_st WHEN 1 THEN 'active' WHEN 0 THEN 'inactive' WHEN -1 THEN 'unanswered' END AS start_lower_state,
+       s.end_upper,
+       CASE WHEN nxt.rn0 = s.rn1 + 1 THEN 'restarted'
+            ELSE CASE s.end_upper_st WHEN 1 THEN 'active' WHEN 0 THEN 'inactive' WHEN -1 THEN 'unanswered' END END AS end_upper_state,
+       CASE WHEN nxt.rn0 IS NULL THEN fi.t END AS first_inactive_after,
+       (s.end_t = k.last_t AND k.last_st = 1) AS is_open,
+       s.observations, s.rn1 - s.rn0 + 1 - s.observations AS unanswered_inside
+FROM seg s
+JOIN key_end k USING (group_name, instance)
+LEFT JOIN seg nxt ON nxt.group_name = s.group_name AND nxt.instance = s.instance AND nxt.run = s.run AND nxt.seg = s.seg + 1
+LEFT JOIN (SELECT group_name, instance, run, min(t) AS t FROM r WHERE st = 0 GROUP BY ALL) fi
+       ON fi.group_name = s.group_name AND fi.instance = s.instance AND fi.run = s.run + 1;
+
+-- failovers: each interval against the earlier one of its group that ended last (first on ties)
+CREATE OR REPLACE TEMP TABLE ivk AS
+SELECT *, row_number() OVER (PARTITION BY group_name ORDER BY start_t, instance) AS k FROM iv;
+
+CREATE OR REPLACE TEMP TABLE cand AS
+SELECT c.*, p.instance AS prev_instance, p.end_t AS prev_end, p.is_open AS prev_open,
+       p.end_upper AS prev_end_upper, p.end_upper_state AS prev_end_upper_state, p.first_inactive_after AS prev_first_inactive
+FROM (SELECT *, arg_max(k, end_t::HUGEINT * 1000000 - k) OVER (PARTITION BY group_name ORDER BY k
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_k FROM ivk) c
+JOIN ivk p ON p.group_name = c.group_name AND p.k = c.prev_k;
+
+CREATE OR REPLACE TEMP TABLE fo AS
+SELECT group_name, prev_instance AS from_instance, instance AS to_instance,
+       CASE WHEN restart THEN 'restart'
+            WHEN last_from = instance AND last_to = prev_instance THEN 'failback' ELSE 'failover' END AS event_type,
+       prev_end AS old_last_active, start_t AS new_first_active,
+       CASE WHEN prev_end_upper_state = 'unanswered' THEN prev_end_upper END AS old_first_unanswered,
+       prev_first_inactive AS old_first_inactive,
+       CASE WHEN start_lower_state = 'inactive' THEN start_lower END AS new_last_inactive,
+       CASE WHEN NOT overlap THEN start_t - prev_end END AS outage_upper_us,
+       overlap
+FROM (SELECT *,
+             last_value(CASE WHEN NOT restart THEN prev_instance END IGNORE NULLS) OVER w AS last_from,
+             last_value(CASE WHEN NOT restart THEN instance END IGNORE NULLS) OVER w AS last_to
+      FROM (SELECT *, prev_end >= start_t AS overlap, prev_instance = instance AS restart FROM cand
+            WHERE NOT (prev_end >= start_t AND (prev_open OR prev_end >= end_t)))
+      WINDOW w AS (PARTITION BY group_name ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING));
+
+-- split brain: overlapping intervals of two instances, traffic on each side's active rows
+CREATE OR REPLACE TEMP TABLE pairs AS
+SELECT a.group_name, a.instance AS instance_a, b.instance AS instance_b,
+       greatest(a.start_t, b.start_t) AS certain_start, least(a.end_t, b.end_t) AS certain_end,
+       greatest(coalesce(a.start_lower, a.start_t), coalesce(b.start_lower, b.start_t)) AS possible_start,
+       least(coalesce(a.end_upper, a.end_t), coalesce(b.end_upper, b.end_t)) AS possible_end
+FROM iv a JOIN iv b ON a.group_name = b.group_name AND a.instance < b.instance
+ AND a.start_t <= b.end_t AND b.start_t <= a.end_t;
+
+CREATE OR REPLACE TEMP TABLE sb AS
+WITH sides AS (
+  SELECT *, instance_a AS instance, true AS side_a FROM pairs
+  UNION ALL SELECT *, instance_b AS instance, false AS side_a FROM pairs)
+SELECT d.group_name, d.instance_a, d.instance_b, d.certain_start, d.certain_end, d.possible_start, d.possible_end,
+       CASE WHEN sum(CASE WHEN s.t BETWEEN d.certain_start AND d.certain_end AND NOT s.reachable THEN 1 ELSE 0 END) > 0
+            THEN 'possible' ELSE 'certain' END AS certainty,
+       max(CASE WHEN d.side_a AND s.st = 1 THEN s.total_enqueued END) - min(CASE WHEN d.side_a AND s.st = 1 THEN s.total_enqueued END) AS enqueued_a,
+       max(CASE WHEN NOT d.side_a AND s.st = 1 THEN s.total_enqueued END) - min(CASE WHEN NOT d.side_a AND s.st = 1 THEN s.total_enqueued END) AS enqueued_b
+FROM sides d JOIN s ON s.group_name = d.group_name AND s.instance = d.instance
+ AND s.t BETWEEN d.possible_start AND d.possible_end
+GROUP BY ALL;
+"""
+
+
+def duckdb_gold(files: list[str]) -> tuple[float, dict[str, pa.Table]]:
+    import duckdb
+
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "4GB"})
+    t = time.perf_counter()
+    con.execute(DUCKDB_SQL.replace("{files}", "[" + ", ".join(f"'{f}'" for f in files) + "]"))
+    out = {name: con.sql(f"SELECT * FROM {src}").to_arrow_table() for name, src in
+           (("role_intervals", "iv"), ("failover_events", "fo"), ("split_brain_windows", "sb"))}
+    elapsed = time.perf_counter() - t
+    con.close()
+    return elapsed, out
+
+
+# --- comparing answers -------------------------------------------------------------------------------------
+
+COMPARED = {
+    "role_intervals": ["group_name", "instance", "start_ts", "end_ts", "start_lower", "start_lower_state", "end_upper",
+                       "end_upper_state", "first_inactive_after", "is_open", "observations", "unanswered_inside"],
+    "failover_events": ["group_name", "from_instance", "to_instance", "event_type", "old_last_active", "new_first_active",
+                        "old_first_unanswered", "old_first_inactive", "new_last_inactive", "outage_upper_us", "overlap"],
+    "split_brain_windows": ["group_name", "instance_a", "instance_b", "certain_start", "certain_end", "possible_start",
+                            "possible_end", "certainty", "enqueued_a", "enqueued_b"],
+}
+DUCK_NAMES = {"start_ts": "start_t", "end_ts": "end_t"}
+
+
+def spark_rows(lh: Lakehouse, table: str) -> list[tuple]:
+    t = lh.read(table)
+    if table == "failover_events":
+        upper = pc.multiply(pc.cast(t.column("outage_upper_s"), pa.float64()), 1e6)
+        t = t.append_column("outage_upper_us", pc.cast(pc.round(upper), pa.int64()))
+    cols = []
+    for c in COMPARED[table]:
+        col = t.column(c)
+        cols.append(pc.cast(pc.cast(col, pa.timestamp("us", tz="UTC")), pa.int64()) if pa.types.is_timestamp(col.type) else col)
+    return sorted(zip(*(c.to_pylist() for c in cols)), key=repr)
+
+
+def duck_rows(t: pa.Table, table: str) -> list[tuple]:
+    return sorted(zip(*(t.column(DUCK_NAMES.get(c, c)).to_pylist() for c in COMPARED[table])), key=repr)
+
+
+def checksum(rows: list[tuple]) -> str:
+    return hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
+
+
+def assert_same(lh: Lakehouse, duck: dict[str, pa.Table], label: str) -> dict[str, tuple[int, str]]:
+    summary = {}
+    for table in COMPARED:
+        s, d = spark_rows(lh, table), duck_rows(duck[table], table)
+        if s != d:
+            diff = next((i for i, (x, y) in enumerate(zip(s, d)) if x != y), min(len(s), len(d)))
+            raise AssertionError(f"{label}: {table} differs (spark {len(s)} rows, duckdb {len(d)}); first difference "
+                                 f"at {diff}: spark {s[diff] if diff < len(s) else None} duckdb {d[diff] if diff < len(d) else None}")
+        summary[table] = (len(s), checksum(s))
+    return summary
+
+
+# --- the run ----------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--groups", type=int, default=500)
+    ap.add_argument("--obs", type=int, default=10_000, help="observations per instance")
+    ap.add_argument("--new-pct", type=float, default=1.0, help="new data for the incremental run, % of --obs")
+    ap.add_argument("--workdir", help="keep the lakehouse here (default: a temp dir, removed)")
+    args = ap.parse_args(argv)
+
+    from lakehouse.jobs.spine import run_gold
+    from lakehouse.spark import SparkLakehouse, spark_session
+
+    t_start = time.perf_counter()
+
+    def say(msg: str) -> None:
+        print(f"[{time.perf_counter() - t_start:6.1f}s] {msg}", flush=True)
+
+    import duckdb
+    import pyspark
+
+    print(f"date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    print(f"machine: nproc={os.cpu_count()} cpu='{cpu}' mem={os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB "
+          f"python={platform.python_version()} loadavg(before)={','.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"versions: pyspark=={pyspark.__version__} duckdb=={duckdb.__version__} pyarrow=={pa.__version__}")
+    print(f"command: python bench/bench_spine.py {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
+
+    work = args.workdir or tempfile.mkdtemp(prefix="bench-spine-")
+    try:
+        extra = max(1, int(args.obs * args.new_pct / 100))
+        base, new = generate(args.groups, args.obs, extra)
+        lh = Lakehouse(os.path.join(work, "lh"))
+        lh.overwrite("broker_state", base)
+        say(f"generated broker_state: {base.num_rows:,} rows ({args.groups} groups x 2 instances x {args.obs:,}), "
+            f"+{new.num_rows:,} new rows kept aside ({args.new_pct:g} %)")
+        del base
+
+        t = time.perf_counter()
+        spark = spark_session("bench-spine", master="local[2]", conf={"spark.driver.memory": "4g"})
+        slh = SparkLakehouse(spark, lh)
+        slh.read("broker_state").limit(1).collect()  # JVM, Python workers and the bridge warmed up
+        say(f"Spark local[2] started in {time.perf_counter() - t:.1f} s (not counted); Delta access: {slh.mode}")
+
+        def timed_spark(full: bool) -> tuple[float, dict]:
+            t = time.perf_counter()
+            run_gold(slh, lambda m: None, full=full)
+            return time.perf_counter() - t, {table: lh.count(table) for table in COMPARED}
+
+        spark_s, counts = timed_spark(full=True)
+        say(f"Spark  full  {spark_s:7.2f} s  {counts}")
+        duck_s, duck = duckdb_gold(slh_files(lh))
+        say(f"DuckDB full  {duck_s:7.2f} s")
+        same = assert_same(lh, duck, "full run")
+        say("same answers: " + ", ".join(f"{k} {n} rows #{h}" for k, (n, h) in same.items()))
+
+        lh.append("broker_state", new)
+        inc_s, inc_counts = timed_spark(full=False)
+        say(f"Spark  incremental (+{new.num_rows:,} rows) {inc_s:7.2f} s  {inc_counts}")
+        inc = {table: spark_rows(lh, table) for table in COMPARED}
+        full2_s, _ = timed_spark(full=True)
+        say(f"Spark  full again on everything {full2_s:7.2f} s")
+        if any(spark_rows(lh, table) != inc[table] for table in COMPARED):
+            raise AssertionError("the incremental run differs from the full run")
+        duck2_s, duck2 = duckdb_gold(slh_files(lh))
+        same2 = assert_same(lh, duck2, "after the incremental run")
+        say(f"DuckDB full on everything {duck2_s:7.2f} s; incremental = full = DuckDB: "
+            + ", ".join(f"{k} {n} rows #{h}" for k, (n, h) in same2.items()))
+        print()
+        print(f"rows            {args.groups * 2 * args.obs:>12,}   (+{new.num_rows:,} for the incremental run)")
+        print(f"Spark full      {spark_s:10.2f} s")
+        print(f"DuckDB full     {duck_s:10.2f} s")
+        print(f"ratio           {spark_s / duck_s:10.2f} x   (Spark / DuckDB; target <= 2)")
+        print(f"Spark incr.     {inc_s:10.2f} s   ({args.new_pct:g} % new rows; a full run on everything took {full2_s:.2f} s, "
+              f"DuckDB {duck2_s:.2f} s)")
+        spark.stop()
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def slh_files(lh: Lakehouse) -> list[str]:
+    from deltalake import DeltaTable
+
+    return DeltaTable(lh.uri("broker_state")).file_uris()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Job watermarks, kept in the Delta commits that write the job's own outputs.
+
+A job turns an input table into output tables. Every commit that writes one of its outputs records
+which version of the input it reflects, and a fingerprint of what else decided the rows (config,
+code). The next run may be incremental only when the latest commit of EVERY output carries the
+same watermark for this job; otherwise (no watermark yet, a run stopped between two outputs, a
+table rewritten by someone else, another config or code) it recomputes in full.
+
+Why in the data commits rather than in a `_watermarks` table: a watermark written in the same
+atomic commit as the rows it describes can never run ahead of them or lag behind them, a crash
+leaves no half-state to repair (outputs that disagree simply mean "recompute"), and there is no
+extra table to keep in step or to document as a contract. `DESCRIBE HISTORY` / delta-rs
+`history()` show it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from lakehouse.store import Lakehouse
+
+KEY = "brokerscope.watermark"
+
+
+@dataclass(frozen=True)
+class Watermark:
+    job: str
+    input_version: int  # the input table version the outputs reflect
+    fingerprint: str  # config and code that decided the rows
+
+    def commit_info(self) -> dict[str, str]:
+        return {KEY: json.dumps(asdict(self), sort_keys=True)}
+
+
+def fingerprint(*parts: object, sources: Iterable[str | Path] = ()) -> str:
+    """A short hash of `parts` (JSON) and of the text of `sources` (the code that makes the rows:
+    editing it makes the next run a full one)."""
+    h = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode())
+    for path in sorted(map(str, sources)):
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _from_commit(info: dict) -> Watermark | None:
+    raw = info.get(KEY)
+    if raw is None and isinstance(info.get("userMetadata"), str):  # delta-spark keeps it there
+        try:
+            raw = json.loads(info["userMetadata"]).get(KEY)
+        except (ValueError, AttributeError):
+            raw = None
+    try:
+        return Watermark(**json.loads(raw)) if raw else None
+    except (TypeError, ValueError):
+        return None
+
+
+def read_watermark(lakehouse: Lakehouse, job: str, outputs: Sequence[str]) -> Watermark | None:
+    """The watermark every output's latest commit agrees on for `job`, else None."""
+    marks = set()
+    for name in outputs:
+        dt = lakehouse._open(name)
+        last = dt.history(limit=1) if dt is not None else []
+        marks.add(_from_commit(last[0]) if last else None)
+    mark = marks.pop() if len(marks) == 1 else None
+    return mark if mark is not None and mark.job == job else None
