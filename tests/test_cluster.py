@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
+from brokerscope.analyze import target_map
+from brokerscope.config import config_from_dict, load_config
 from collectors.replay import replay
+from lakehouse.jobs.spine import run_spine
+from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from tests.spark_cluster import standalone_cluster
 from tests.test_incremental import snapshot
@@ -27,20 +29,33 @@ def drill_lakehouse(root: Path) -> Path:
     data = yaml.safe_load((FIX / "drill_kill_master.yaml").read_text())
     data["lakehouse"] = str(root / "lh")
     path = root / "brokerscope.yaml"
+    root.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data))
     replay(config_from_dict(data), FIX / "drill_kill_master.jsonl.gz")
     return path
 
 
+# the spine job, as `brokerscope analyze --full` runs it, in a driver of its own
+RUN_SPINE = """
+import sys
+from brokerscope.analyze import target_map
+from brokerscope.config import load_config
+from lakehouse.jobs.spine import run_spine
+from lakehouse.spark import SparkLakehouse, spark_session
+from lakehouse.store import Lakehouse
+cfg = load_config(sys.argv[1])
+run_spine(SparkLakehouse(spark_session(), Lakehouse(cfg.lakehouse_root())), target_map(cfg), full=True)
+"""
+
+
 def test_cluster_gives_the_same_gold_as_local_mode(tmp_path, spark):
     local = drill_lakehouse(tmp_path / "local")
-    analyze(config_from_dict(yaml.safe_load(local.read_text())), spark=spark, full=True)
+    cfg = load_config(local)
+    run_spine(SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root())), target_map(cfg), full=True)
 
     remote = drill_lakehouse(tmp_path / "cluster")
     with standalone_cluster(tmp_path / "spark") as (url, env):
-        run = subprocess.run([sys.executable, "-m", "brokerscope", "analyze", "--config", str(remote), "--full"],
-                             env=env, capture_output=True, text=True, timeout=240)
+        run = subprocess.run([sys.executable, "-c", RUN_SPINE, str(remote)], env=env, capture_output=True, text=True, timeout=180)
         assert run.returncode == 0, run.stderr[-3000:]
-        apps = list((tmp_path / "spark").glob("worker*/app-*/*"))
-    assert apps, "no executor ran on the workers"  # the job really ran on the cluster
+    assert list((tmp_path / "spark").glob("worker*/app-*/*")), "no executor ran on the workers"
     assert snapshot(Lakehouse(tmp_path / "cluster" / "lh")) == snapshot(Lakehouse(tmp_path / "local" / "lh"))

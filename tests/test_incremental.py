@@ -14,6 +14,7 @@ from bench.bench_spine import generate
 from brokerscope.analyze import analyze
 from brokerscope.config import config_from_dict
 from collectors.replay import replay
+from lakehouse.jobs import spine
 from lakehouse.jobs.spine import GOLD_TABLES, run_gold
 from lakehouse.jobs.watermark import read_watermark
 from lakehouse.spark import SparkLakehouse
@@ -109,7 +110,9 @@ def gold_lakehouse(root: Path, spark, rows) -> tuple[Lakehouse, SparkLakehouse]:
     return lh, SparkLakehouse(spark, lh)
 
 
-def test_gold_increments_equal_a_full_run(generated, tmp_path, spark):
+@pytest.mark.parametrize("tail_s", [600, 3])  # 3 s: most resume points come from stored intervals
+def test_gold_increments_equal_a_full_run(generated, tail_s, tmp_path, spark, monkeypatch):
+    monkeypatch.setattr(spine, "RESUME_TAIL_US", tail_s * 1_000_000)
     base, extra = generated
     lh, slh = gold_lakehouse(tmp_path / "inc", spark, base)
     said: list[str] = []

@@ -1,22 +1,26 @@
 """The spine job: bronze_jolokia → silver broker_state/destination_stats → gold role_intervals,
 failover_events, split_brain_windows.
 
-Each step is a small pure function (DataFrame → DataFrame, or pandas frame → pandas frame for the
-per-instance/per-group sequence logic run inside `applyInPandas`), composed by `run_spine`, which
-only reads, calls and writes. Reruns overwrite the outputs with the same rows (idempotent).
+Each step is a small pure function: DataFrame → DataFrame, or, for the sequence logic (intervals
+of an instance, hand-overs in a group), Arrow table → Arrow table over whole columns with NumPy,
+run by Spark in `mapInArrow` on partitions sorted by group and time. `run_spine` only reads, calls
+and writes: incrementally from each job's watermark (new input rows and the stored rows they
+continue), or in full. Both give the same rows; reruns over the same data change nothing.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import sys
+from functools import reduce
 from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from collectors.base import Observation, collector_health_row
@@ -99,7 +103,8 @@ def ha_group_checks(state: DataFrame) -> DataFrame:
     NodeID) on their active rows: members of one group serving different identities (a
     misconfigured pair: two masters, two stores), or one identity split over several groups."""
     ident = (
-        state.where(F.col("active") & F.coalesce(F.col("store"), F.col("node_id")).isNotNull())
+        # (not coalesce(...) IS NOT NULL: this form reaches Parquet, which skips all-null row groups)
+        state.where(F.col("active") & (F.col("store").isNotNull() | F.col("node_id").isNotNull()))
         .select("kind", "group_name", "instance", "ts", F.coalesce(F.col("store"), F.col("node_id")).alias("identity"))
     )
 
@@ -509,26 +514,29 @@ def window_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
     """Per window: unanswered scrapes of either side inside the certain window, and the counter
     growth on each side's *active* observations inside the possible window.
 
-    Each window is split into its two sides so the join with broker_state is an equi-join on
-    (group, instance) — a broadcast hash join of a few windows against a single pass over the
-    observations — and only the time range is checked per row."""
+    Each window is split into its two sides, so the observations meet them in a broadcast hash
+    join probed with one long per row (a hash of group and instance; the names are compared for
+    the hits only) in a single pass; only the time range is checked per row."""
     window = ["window_id", "group_name", "certain_start", "certain_end", "possible_start", "possible_end"]
+    key = F.xxhash64("group_name", "instance").alias("_key")
     sides = pairs.select(*window, F.col("instance_a").alias("instance"), F.lit(True).alias("side_a")).unionByName(
         pairs.select(*window, F.col("instance_b").alias("instance"), F.lit(False).alias("side_a")))
-    rows = broker_state.select("group_name", "instance", "ts", "reachable", "active", "total_enqueued")
-    joined = rows.join(F.broadcast(sides), ["group_name", "instance"]).where(
-        F.col("ts").between(F.col("possible_start"), F.col("possible_end")))
-    in_certain = F.col("ts").between(F.col("certain_start"), F.col("certain_end"))
+    sides = sides.select(key, *[F.col(c).alias("w_" + c) for c in sides.columns])
+    rows = broker_state.select(key, "group_name", "instance", "ts", "reachable", "active", "total_enqueued")
+    joined = rows.join(F.broadcast(sides), "_key").where(
+        (F.col("group_name") == F.col("w_group_name")) & (F.col("instance") == F.col("w_instance"))
+        & F.col("ts").between(F.col("w_possible_start"), F.col("w_possible_end")))
+    in_certain = F.col("ts").between(F.col("w_certain_start"), F.col("w_certain_end"))
     active = F.coalesce(F.col("active"), F.lit(False))
 
     def growth(side):
         counter = F.when(side & active, F.col("total_enqueued"))
         return (F.max(counter) - F.min(counter)).cast("long")
 
-    return joined.groupBy("window_id").agg(
+    return joined.groupBy(F.col("w_window_id").alias("window_id")).agg(
         F.sum(F.when(in_certain & ~F.col("reachable"), 1).otherwise(0)).alias("unanswered"),
-        growth(F.col("side_a")).alias("enqueued_a"),
-        growth(~F.col("side_a")).alias("enqueued_b"),
+        growth(F.col("w_side_a")).alias("enqueued_a"),
+        growth(~F.col("w_side_a")).alias("enqueued_b"),
     )
 
 
@@ -686,7 +694,7 @@ def gold_increment(slh, appended, mark: Watermark, say) -> bool:
         say("silver → gold: no new broker_state rows")
         return True
     old, new = appended.old, appended.new
-    keys = resume_points(old, new)
+    keys = resume_points(old, new, slh.read("role_intervals"))
     if keys is None:
         say("silver → gold: rows older than stored ones, recomputing")
         return False
@@ -713,9 +721,8 @@ def gold_increment(slh, appended, mark: Watermark, say) -> bool:
 
     pairs = flag_changed_pairs(overlapping_pairs(touched), recomputed).cache()
     fresh = pairs.where("_changed")
-    first = fresh.agg(F.min("possible_start")).first()[0]
-    window_rows = old.join(groups, "group_name", "left_semi")
-    window_rows = (window_rows if first is None else window_rows.where(F.col("ts") >= F.lit(first))).unionByName(new)
+    spans = [(r.possible_start, r.possible_end) for r in fresh.select("possible_start", "possible_end").collect()]
+    window_rows = old.where(ts_within(spans)).join(groups, "group_name", "left_semi").unionByName(new)
     unchanged = slh.read("split_brain_windows").join(pairs.where(~F.col("_changed")).select("window_id"), "window_id", "left_semi")
 
     info = mark.commit_info()
@@ -729,18 +736,60 @@ def gold_increment(slh, appended, mark: Watermark, say) -> bool:
     return True
 
 
-def resume_points(old: DataFrame, new: DataFrame) -> list[tuple] | None:
-    """(group, instance, anchor µs) for every key with new rows: where its interval scan restarts
-    (its last stored inactive observation; None: from its first row). None when some new row is
-    not later than that key's stored rows (late data: only a full run is exact)."""
-    first_new = new.groupBy(*KEY).agg(F.min(F.unix_micros("ts")).alias("first_new"))
-    stored = old.join(F.broadcast(first_new.select(*KEY)), KEY).groupBy(*KEY).agg(
-        F.max(F.unix_micros("ts")).alias("last_old"),
-        F.max(F.when(~F.col("active"), F.unix_micros("ts"))).alias("anchor"))
-    keys = first_new.join(stored, KEY, "left").collect()
-    if any(k.last_old is not None and k.first_new <= k.last_old for k in keys):
+RESUME_TAIL_US = 10 * 60 * 1_000_000  # stored rows read to resume from: 10 min before the new ones
+
+
+def resume_points(old: DataFrame, new: DataFrame, intervals: DataFrame) -> list[tuple] | None:
+    """(group, instance, anchor µs) for every key with new rows: where its interval scan restarts,
+    at a stored *inactive* observation (None: from its first row). None when a new row is not
+    later than all stored rows of its key (late data: only a full run is exact).
+
+    Reads only a recent tail of the stored rows: it holds every stored row a new one could
+    precede, and for most keys an inactive row. For the others the key's last stored interval
+    says where one is (the inactive row after it, or right before it); only keys it cannot tell
+    about are looked up in all stored rows."""
+    first_new = {(k.group_name, k.instance): k.first_new for k in
+                 new.groupBy(*KEY).agg(F.min(F.unix_micros("ts")).alias("first_new")).collect()}
+    since = min(first_new.values()) - RESUME_TAIL_US
+    tail = {(k.group_name, k.instance): k for k in last_rows(old.where(F.col("ts") >= F.timestamp_micros(F.lit(since))))}
+    if any(key in tail and tail[key].last_ts >= first for key, first in first_new.items()):
         return None
-    return [(k.group_name, k.instance, k.anchor) for k in keys]
+    anchors = {key: tail[key].last_inactive for key in first_new if key in tail and tail[key].last_inactive is not None}
+    last = F.max_by(F.struct(F.unix_micros("first_inactive_after").alias("after"), F.unix_micros("start_lower").alias("before"),
+                             "start_lower_state"), "start_ts")
+    for k in intervals.groupBy(*KEY).agg(last.alias("last")).collect():
+        key = (k.group_name, k.instance)
+        if key in first_new and key not in anchors:
+            after, before, state = k["last"]
+            anchor = after if after is not None else before if state == "inactive" else None
+            if anchor is not None:
+                anchors[key] = anchor
+    unknown = [key for key in first_new if key not in anchors]
+    if unknown:
+        keys = F.broadcast(old.sparkSession.createDataFrame(unknown, "group_name string, instance string"))
+        anchors.update({(k.group_name, k.instance): k.last_inactive for k in last_rows(old.join(keys, KEY))})
+    return [(*key, anchors.get(key)) for key in sorted(first_new)]
+
+
+def last_rows(rows: DataFrame) -> list:
+    """Per key: its last observation and its last inactive observation (µs)."""
+    return rows.groupBy(*KEY).agg(
+        F.max(F.unix_micros("ts")).alias("last_ts"),
+        F.max(F.when(~F.col("active"), F.unix_micros("ts"))).alias("last_inactive")).collect()
+
+
+def ts_within(spans: list[tuple], most: int = 256) -> Column:
+    """`ts` inside one of `spans` (merged; beyond `most`, their hull): Parquet skips the row
+    groups outside, so a few short windows read a few row groups."""
+    merged: list[list] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    if len(merged) > most:
+        merged = [[merged[0][0], max(hi for _, hi in merged)]]
+    return reduce(operator.or_, (F.col("ts").between(F.lit(lo), F.lit(hi)) for lo, hi in merged), F.lit(False))
 
 
 def flag_changed_pairs(pairs: DataFrame, recomputed: DataFrame) -> DataFrame:
