@@ -573,3 +573,18 @@ def compare(ours, expected, tol) -> bool:
             return False
         return abs(float(ours) - float(expected)) <= tol + 1e-9
     return ours == expected
+
+
+def locate_corpus() -> Path | None:
+    """The shared GC corpus: <root>/shared/corpus/gc beside the checkout, or $BROKERSCOPE_SHARED."""
+    import os
+
+    candidates = [Path(__file__).resolve().parents[2] / "shared" / "corpus" / "gc"]
+    env = os.environ.get("BROKERSCOPE_SHARED")
+    if env:
+        candidates += [Path(env) / "corpus" / "gc", Path(env)]
+    for c in candidates:
+        if (c / "MANIFEST.tsv").is_file() and (c / "EXPECTED_core.tsv").is_file():
+            return c
+    return None
+

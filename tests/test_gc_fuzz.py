@@ -29,10 +29,8 @@ Runs are deterministic (``derandomize=True``, no example database) and bounded (
 from __future__ import annotations
 
 import math
-import os
 import re
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -40,6 +38,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from tests.gc_expected import locate_corpus
 from collectors.gc import COLLECTORS, KNOWN_FLAGS, GcEvent, GcLogParser, iter_events, open_log  # noqa: E402
 from collectors.gc._common import parse_datestamp  # noqa: E402
 
@@ -60,18 +59,7 @@ def _fuzz(n: int):
 # seeds
 # ------------------------------------------------------------------------------------------------
 
-def _locate_corpus() -> Path | None:
-    candidates = [Path(__file__).resolve().parents[2] / "shared" / "corpus" / "gc"]
-    env = os.environ.get("BROKERSCOPE_SHARED")
-    if env:
-        candidates += [Path(env) / "corpus" / "gc", Path(env)]
-    for c in candidates:
-        if (c / "MANIFEST.tsv").is_file():
-            return c
-    return None
-
-
-CORPUS = _locate_corpus()
+CORPUS = locate_corpus()
 
 # one log per format family / collector / decorator set
 SEED_FILES = (

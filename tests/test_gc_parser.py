@@ -10,11 +10,9 @@ Heavier corpus files are marked ``slow`` (``-m 'not slow'`` for a quick loop).
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -23,18 +21,7 @@ from collectors.gc.model import SAFEPOINT_PHASE, STOPPED_PHASE
 from tests import gc_expected as X
 
 
-def _locate_corpus() -> Path | None:
-    candidates = [Path(__file__).resolve().parents[2] / "shared" / "corpus" / "gc"]
-    env = os.environ.get("BROKERSCOPE_SHARED")
-    if env:
-        candidates += [Path(env) / "corpus" / "gc", Path(env)]
-    for c in candidates:
-        if (c / "EXPECTED_core.tsv").is_file():
-            return c
-    return None
-
-
-CORPUS = _locate_corpus()
+CORPUS = X.locate_corpus()
 NO_CORPUS = "GC corpus not found (expected <root>/shared/corpus/gc or $BROKERSCOPE_SHARED)"
 needs_corpus = pytest.mark.skipif(CORPUS is None, reason=NO_CORPUS)
 
