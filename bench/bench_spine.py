@@ -10,10 +10,12 @@ What it does:
    instances scraped every second, with failovers (the live stops answering, the backup takes
    over, the old live restarts as slave: a new JVM), clean hand-overs, split brains (both active
    for a few scrapes), restarts of the live without failover and random missed scrapes. 1 % more
-   observations per instance are generated too and kept aside. Written once with delta-rs.
+   observations per instance are generated too and kept aside. Written with delta-rs, oldest
+   rows first (as collectors append them).
 2. Spark (local[2], the bridge), `run_gold(full=True)`: reads the table, writes the three gold tables
    (+ ha_group_checks). Timed from the first read to the last commit; the JVM start is not
-   included (reported apart).
+   included (reported apart). Both engines are warmed up on a small table first, and the full
+   runs are repeated (`--repeat`, the best of each counts).
 3. DuckDB (2 threads) reads the same Parquet files and computes the same rows in SQL, materialised
    as tables. Its restart rule compares the uptime-derived JVM start with the previous known one
    in the run, where the job compares with the interval's first known one: the same on this data
@@ -24,7 +26,7 @@ What it does:
    incrementally (`run_gold()`, watermark on the table's Delta version), then a full run on
    everything and DuckDB on everything, and asserts all three agree.
 
-Memory: Spark driver 4 GB, DuckDB memory_limit 4 GB; peak RSS of this process ~3 GB at 10 M rows.
+Memory: Spark driver heap 4 GB, DuckDB memory_limit 4 GB, the generated rows ~1 GB in this process.
 """
 
 from __future__ import annotations

@@ -159,9 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", choices=["text", "json"], default="text")
     sp.set_defaults(func=cmd_timeline)
 
-    from brokerscope.gc_cli import add_parser as add_gc_parser
+    # Each part registers its own subcommands (one module per part, one add_parser(sub) each).
+    import importlib
 
-    add_gc_parser(sub)
+    for module in ("brokerscope.gc_cli", "brokerscope.simulate_cli", "brokerscope.drill_cli", "brokerscope.run_cli",
+                   "alerts.cli", "dashboards.cli"):
+        importlib.import_module(module).add_parser(sub)
 
     sp = sub.add_parser("tables", help="list the table contracts")
     sp.add_argument("--markdown", action="store_true", help="full documentation in Markdown")

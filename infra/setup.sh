@@ -3,8 +3,10 @@
 #
 #   sudo infra/setup.sh            # or as root; PYTHON=/path/to/python3 to pick the interpreter
 #
-# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless, zookeeper and
-#    libservlet-api-java (the ZooKeeper lab's AdminServer needs servlet-api.jar) (apt-get update only
+# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless, prometheus,
+#    prometheus-alertmanager, chromium + chromium-driver (dashboard browser tests), postgresql +
+#    libpostgresql-jdbc-java (lease split-brain drill),
+#    zookeeper and libservlet-api-java (the ZooKeeper lab's AdminServer needs servlet-api.jar) (apt-get update only
 #    when something is missing)
 # 2. make sure the Debian activemq service is stopped and disabled (the lab starts its own JVMs; a
 #    system broker would hold 61616/8161)
@@ -15,7 +17,8 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
-PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless zookeeper libservlet-api-java)
+PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless zookeeper libservlet-api-java
+          prometheus prometheus-alertmanager chromium chromium-driver postgresql libpostgresql-jdbc-java)
 
 say() { printf '[setup] %s\n' "$*"; }
 

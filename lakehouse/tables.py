@@ -943,6 +943,125 @@ REPLICATION_FINDINGS = TableContract(
     written_by="lakehouse.jobs.lag (brokerscope analyze)",
 )
 
+# --- risk states, causes and incidents (issue P5) --------------------------------------------------
+
+RISK_FINDINGS = TableContract(
+    name="risk_findings",
+    layer="gold",
+    doc=(
+        "HA risk states: conditions in which the next fault loses data or availability, one row per "
+        "occurrence (rules: lakehouse/jobs/risk.py). `unprotected-live` (an active instance without a "
+        "synchronized backup for longer than the grace period — never from one sample: `ReplicaSync` "
+        "reads false during every failover by design), `stale-backup` (a backup whose state stopped "
+        "moving or that stopped answering while the live serves), `quorum-too-small` (vote-based "
+        "quorum with fewer than 3 live/backup pairs), `quorum-lost-pair` (a pair lost; the rest cannot "
+        "form a majority), `check-for-live-server-off` (a restarted live activated while another "
+        "instance of its group was active), `shutdown-on-failure-off` (ActiveMQ pair with both "
+        "`shutdownOnMasterFailure` and `shutdownOnSlaveFailure` false, from the target config). " + _BOUNDS_DOC
+    ),
+    columns=(
+        _c("finding_id", pa.string(), "stable id: hash of code, group, instance and start", False),
+        _c("code", pa.string(), "see above", False),
+        _c("severity", pa.string(), "critical | error | warn", False),
+        _c("certainty", pa.string(), "certain | possible", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("group_name", pa.string(), "HA group", False),
+        _c("instance", pa.string(), "instance concerned; null for group-wide findings"),
+        *_bounds_columns(),
+        _c("value", pa.float64(), "measured value (see unit)"),
+        _c("threshold", pa.float64(), "what it was compared with (same unit)"),
+        _c("unit", pa.string(), "s | pairs | count"),
+        _c("detail", pa.string(), "evidence in short (attribute values seen, config keys)"),
+        _c("message", pa.string(), "what happened, in plain words", False),
+        _c("advice", pa.string(), "what to do about it", False),
+    ),
+    keys=("finding_id",),
+    written_by="lakehouse.jobs.risk (brokerscope analyze)",
+)
+
+FINDING_CAUSES = TableContract(
+    name="finding_causes",
+    layer="gold",
+    doc=(
+        "Probable causes joined onto HA events: a GC pause (gc_findings) or a ZooKeeper finding "
+        "(zk_findings) on the instance that lost its role, or on its ensemble, shortly before a "
+        "failover (failover_events) or during a split-brain window (split_brain_windows). One row "
+        "per (effect, cause) pair; `lead_s` is how long before the effect the cause began. Rules: "
+        "lakehouse/jobs/causes.py."
+    ),
+    columns=(
+        _c("cause_id", pa.string(), "stable id: hash of effect and cause ids", False),
+        _c("effect_table", pa.string(), "failover_events | split_brain_windows", False),
+        _c("effect_id", pa.string(), "event_id / window_id of the effect", False),
+        _c("cause_table", pa.string(), "gc_findings | zk_findings", False),
+        _c("cause_id_ref", pa.string(), "finding_id of the cause", False),
+        _c("cause_code", pa.string(), "code of the cause finding", False),
+        _c("group_name", pa.string(), "HA group of the effect", False),
+        _c("instance", pa.string(), "instance the cause happened on"),
+        _c("cause_ts", TS, "when the cause began", False),
+        _c("effect_ts", TS, "when the effect began (new live first active / split-brain start)", False),
+        _c("lead_s", pa.float64(), "effect_ts − cause_ts in seconds (negative: the cause began after)", False),
+        _c("confidence", pa.string(), "likely | possible", False),
+        _c("message", pa.string(), "the causal sentence, e.g. 'amq-a paused 21.3 s in a full GC at 02:13:05; the backup activated at 02:13:07'", False),
+    ),
+    keys=("cause_id",),
+    written_by="lakehouse.jobs.causes (brokerscope analyze)",
+)
+
+INCIDENTS = TableContract(
+    name="incidents",
+    layer="gold",
+    doc=(
+        "Findings of one cluster close in time grouped into one incident, with severity, a "
+        "plain-words narrative and advice. `incident_id` is stable across reruns (and between "
+        "incremental and `--full` runs): a hash of the cluster and the id of the incident's first "
+        "finding. The evidence rows are in incident_evidence. Rules: lakehouse/jobs/incidents.py."
+    ),
+    columns=(
+        _c("incident_id", pa.string(), "stable id", False),
+        _c("cluster", pa.string(), "cluster: the HA group, or the ZooKeeper ensemble for ensemble-only incidents", False),
+        _c("kind", pa.string(), "broker kind (zookeeper for ensemble incidents)", False),
+        _c("severity", pa.string(), "critical | error | warn | info: the worst finding's", False),
+        _c("status", pa.string(), "open (a finding still open) | closed", False),
+        _c("start_ts", TS, "earliest finding start", False),
+        _c("end_ts", TS, "latest finding end", False),
+        _c("duration_s", pa.float64(), "end_ts − start_ts (s)", False),
+        _c("title", pa.string(), "one line, e.g. 'split brain in amq-pair (certain, 10.2 s)'", False),
+        _c("narrative", pa.string(), "what happened, in order, in plain words (causes included)", False),
+        _c("advice", pa.string(), "what to do, de-duplicated across the findings", False),
+        _c("instances", pa.string(), "instances involved, comma-separated"),
+        _c("codes", pa.string(), "finding codes involved, comma-separated", False),
+        _c("finding_count", pa.int64(), "evidence rows", False),
+        _c("has_split_brain", pa.bool_(), "a split_brain_windows row is part of it", False),
+        _c("has_failover", pa.bool_(), "a failover_events row is part of it", False),
+    ),
+    keys=("incident_id",),
+    written_by="lakehouse.jobs.incidents (brokerscope analyze)",
+)
+
+INCIDENT_EVIDENCE = TableContract(
+    name="incident_evidence",
+    layer="gold",
+    doc=(
+        "The findings each incident is made of, one row per (incident, finding), with enough of the "
+        "finding to show it without a join: source table and id, code, severity, bounds, message."
+    ),
+    columns=(
+        _c("incident_id", pa.string(), "incidents.incident_id", False),
+        _c("source_table", pa.string(), "failover_events | split_brain_windows | risk_findings | stuck_messages | replication_findings | gc_findings | zk_findings | ha_group_checks | finding_causes", False),
+        _c("source_id", pa.string(), "that table's key", False),
+        _c("code", pa.string(), "finding code (failover, failback, restart, split-brain, or the source's code)", False),
+        _c("severity", pa.string(), "critical | error | warn | info", False),
+        _c("group_name", pa.string(), "HA group / ensemble"),
+        _c("instance", pa.string(), "instance concerned"),
+        _c("start_ts", TS, "finding start", False),
+        _c("end_ts", TS, "finding end", False),
+        _c("message", pa.string(), "the finding's message", False),
+    ),
+    keys=("incident_id", "source_table", "source_id"),
+    written_by="lakehouse.jobs.incidents (brokerscope analyze)",
+)
+
 TABLES: dict[str, TableContract] = {
     t.name: t
     for t in (
@@ -968,6 +1087,10 @@ TABLES: dict[str, TableContract] = {
         STUCK_MESSAGES,
         REPLICATION_LAG,
         REPLICATION_FINDINGS,
+        RISK_FINDINGS,
+        FINDING_CAUSES,
+        INCIDENTS,
+        INCIDENT_EVIDENCE,
     )
 }
 

@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from bench.bench_spine import generate
-from brokerscope.analyze import analyze
+from brokerscope.analyze import analyze, target_map
 from brokerscope.config import config_from_dict
 from collectors.replay import replay
-from lakehouse.jobs import spine
-from lakehouse.jobs.spine import GOLD_TABLES, run_gold
+from lakehouse.jobs import spine as spine_job
+from lakehouse.jobs.spine import GOLD_TABLES, run_gold, run_spine
 from lakehouse.jobs.watermark import read_watermark
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
@@ -33,6 +33,12 @@ def recording_lines(paths: list[Path]) -> list[str]:
     return [line for p in paths for line in gzip.open(p, "rt").read().splitlines() if line.strip()]
 
 
+def spine(cfg, spark, said: list[str] | None = None, full: bool = False) -> None:
+    """What `brokerscope analyze` runs for the spine (its other jobs are not under test here)."""
+    slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
+    run_spine(slh, target_map(cfg), progress=None if said is None else said.append, full=full)
+
+
 def analyse_in_parts(cfg, lines: list[str], cuts: list[int], workdir: Path, spark) -> list[str]:
     """Replay the recording's lines up to each cut, analysing after each part; the progress."""
     said: list[str] = []
@@ -40,7 +46,7 @@ def analyse_in_parts(cfg, lines: list[str], cuts: list[int], workdir: Path, spar
         part = workdir / f"part{i}.jsonl"
         part.write_text("\n".join(lines[a:b]) + "\n")
         replay(cfg, part)
-        analyze(cfg, spark=spark, progress=said.append)
+        spine(cfg, spark, said)
     return said
 
 
@@ -58,11 +64,13 @@ def artemis() -> tuple[dict, list[str]]:
     return {"targets": targets}, recording_lines(ARTEMIS)
 
 
-@pytest.mark.parametrize("scenario, cuts", [
-    (drill, [12, 24]),  # before the kill; in the outage; after the old master is back
-    (artemis, [9, 26, 48]),  # live and backup up; live dead, backup live; inside the split brain
+@pytest.mark.parametrize("scenario, cuts, tail_s", [
+    (drill, [12, 24], 600),  # before the kill; in the outage; after the old master is back
+    (artemis, [9, 26, 48], 600),  # live and backup up; live dead, backup live; inside the split brain
+    (artemis, [9, 26, 48], 1),  # stored rows older than 1 s looked up per instance, not in the tail
 ])
-def test_analysing_part_by_part_equals_one_full_run(scenario, cuts, tmp_path, spark):
+def test_analysing_part_by_part_equals_one_full_run(scenario, cuts, tail_s, tmp_path, spark, monkeypatch):
+    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", tail_s * 1_000_000)
     data, lines = scenario()
     inc = config(data, tmp_path / "inc")
     said = analyse_in_parts(inc, lines, cuts, tmp_path, spark)
@@ -73,7 +81,7 @@ def test_analysing_part_by_part_equals_one_full_run(scenario, cuts, tmp_path, sp
     whole.write_text("\n".join(lines) + "\n")
     full = config(data, tmp_path / "full")
     replay(full, whole)
-    analyze(full, spark=spark, full=True)
+    spine(full, spark, full=True)
     assert snapshot(Lakehouse(inc.lakehouse_root())) == snapshot(Lakehouse(full.lakehouse_root()))
 
 
@@ -112,7 +120,7 @@ def gold_lakehouse(root: Path, spark, rows) -> tuple[Lakehouse, SparkLakehouse]:
 
 @pytest.mark.parametrize("tail_s", [600, 3])  # 3 s: most resume points come from stored intervals
 def test_gold_increments_equal_a_full_run(generated, tail_s, tmp_path, spark, monkeypatch):
-    monkeypatch.setattr(spine, "RESUME_TAIL_US", tail_s * 1_000_000)
+    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", tail_s * 1_000_000)
     base, extra = generated
     lh, slh = gold_lakehouse(tmp_path / "inc", spark, base)
     said: list[str] = []

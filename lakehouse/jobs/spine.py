@@ -382,6 +382,7 @@ def instance_intervals(pdf: pd.DataFrame) -> pd.DataFrame:
 
 
 def role_intervals(broker_state: DataFrame) -> DataFrame:
+    """ROLE_INTERVALS of every instance in broker_state."""
     return per_key(broker_state.select(*ROLE_INPUT), ["group_name", "instance"], ["ts"], intervals_from_sorted, ROLE_INTERVALS)
 
 
@@ -514,29 +515,26 @@ def window_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
     """Per window: unanswered scrapes of either side inside the certain window, and the counter
     growth on each side's *active* observations inside the possible window.
 
-    Each window is split into its two sides, so the observations meet them in a broadcast hash
-    join probed with one long per row (a hash of group and instance; the names are compared for
-    the hits only) in a single pass; only the time range is checked per row."""
+    Each window is split into its two sides so the join with broker_state is an equi-join on
+    (group, instance): a broadcast hash join of the windows against one pass over the
+    observations; only the time range is checked per row."""
     window = ["window_id", "group_name", "certain_start", "certain_end", "possible_start", "possible_end"]
-    key = F.xxhash64("group_name", "instance").alias("_key")
     sides = pairs.select(*window, F.col("instance_a").alias("instance"), F.lit(True).alias("side_a")).unionByName(
         pairs.select(*window, F.col("instance_b").alias("instance"), F.lit(False).alias("side_a")))
-    sides = sides.select(key, *[F.col(c).alias("w_" + c) for c in sides.columns])
-    rows = broker_state.select(key, "group_name", "instance", "ts", "reachable", "active", "total_enqueued")
-    joined = rows.join(F.broadcast(sides), "_key").where(
-        (F.col("group_name") == F.col("w_group_name")) & (F.col("instance") == F.col("w_instance"))
-        & F.col("ts").between(F.col("w_possible_start"), F.col("w_possible_end")))
-    in_certain = F.col("ts").between(F.col("w_certain_start"), F.col("w_certain_end"))
+    rows = broker_state.select("group_name", "instance", "ts", "reachable", "active", "total_enqueued")
+    joined = rows.join(F.broadcast(sides), ["group_name", "instance"]).where(
+        F.col("ts").between(F.col("possible_start"), F.col("possible_end")))
+    in_certain = F.col("ts").between(F.col("certain_start"), F.col("certain_end"))
     active = F.coalesce(F.col("active"), F.lit(False))
 
     def growth(side):
         counter = F.when(side & active, F.col("total_enqueued"))
         return (F.max(counter) - F.min(counter)).cast("long")
 
-    return joined.groupBy(F.col("w_window_id").alias("window_id")).agg(
+    return joined.groupBy("window_id").agg(
         F.sum(F.when(in_certain & ~F.col("reachable"), 1).otherwise(0)).alias("unanswered"),
-        growth(F.col("w_side_a")).alias("enqueued_a"),
-        growth(~F.col("w_side_a")).alias("enqueued_b"),
+        growth(F.col("side_a")).alias("enqueued_a"),
+        growth(~F.col("side_a")).alias("enqueued_b"),
     )
 
 
@@ -578,6 +576,7 @@ def windows_with_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame
 SILVER_JOB, GOLD_JOB = "spine-silver", "spine-gold"
 GOLD_TABLES = ("role_intervals", "failover_events", "split_brain_windows", "ha_group_checks")
 KEY = ["group_name", "instance"]
+RESUME_TAIL_US = 10 * 60 * 1_000_000  # stored rows read first to resume from: 10 min before the new ones
 # what the gold steps read of broker_state (no partition column: the bridge need not attach it)
 GOLD_INPUT = [*ROLE_INPUT, "reachable", "total_enqueued", "store", "node_id"]
 
@@ -626,13 +625,14 @@ def silver_increment(slh, appended, targets, mark: Watermark, say) -> bool:
         return True
     configured = {name for name, (_, group) in targets.items() if group}
     state = to_silver(appended.new, "broker_state", targets).cache()
-    context = fill_context(state, slh.read("broker_state"), configured)
+    context = fill_context(state, slh.read("broker_state", columns=["instance", "group_name", "ts"]), configured)
     if context is None:
         state.unpersist()
         say("bronze → silver: new rows reach back into stored ones, recomputing")
         return False
-    say(f"bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + f" (incremental: rows appended to bronze up to version {mark.input_version})")
-    before = slh.spark.createDataFrame(context, "instance string, ts timestamp, group_name string")
+    say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + f" (incremental: bronze up to version {mark.input_version})")
+    before = (slh.spark.createDataFrame(context, "instance string, ts long, group_name string")
+              .withColumn("ts", F.timestamp_micros("ts")))
     for table in SILVER_FROM_JOLOKIA:
         rows = fill_derived_groups(state, configured, before) if table == "broker_state" else to_silver(appended.new, table, targets)
         slh.write(table, rows, mode="append", commit_info=mark.commit_info())
@@ -642,25 +642,42 @@ def silver_increment(slh, appended, targets, mark: Watermark, say) -> bool:
 
 def fill_context(new_state: DataFrame, stored: DataFrame, configured: set[str]) -> list[tuple] | None:
     """For every instance of new broker_state rows whose group is derived from data, its last
-    stored row that had a derived group (instance, ts, group_name): what `fill_derived_groups`
-    needs from before. None when the new rows would change stored ones: rows older than stored
-    ones, or the first derived group of an instance whose stored rows all still wait for one."""
+    stored row that had a derived group (instance, µs, group_name): what `fill_derived_groups`
+    needs from before. None when the new rows would change stored ones: rows not later than
+    stored ones, or the first derived group of an instance whose stored rows all wait for one.
+
+    Reads a recent tail of the stored rows first (it holds every row a new one could precede,
+    and mostly the last derived group); all stored rows only of instances it says nothing about."""
     derived = F.col("group_name") != F.col("instance")
-    new = (new_state.where(~F.col("instance").isin(sorted(configured))).groupBy("instance")
-           .agg(F.min("ts").alias("first_new"), F.max(derived).alias("new_derived")))
-    old = stored.join(F.broadcast(new.select("instance")), "instance").groupBy("instance").agg(
-        F.max("ts").alias("last_old"),
-        F.max(~derived).alias("old_waiting"),
-        F.max(F.when(derived, F.struct("ts", "group_name"))).alias("last_derived"),
-    )
+    first_new = {r.instance: r for r in new_state.where(~F.col("instance").isin(sorted(configured))).groupBy("instance")
+                 .agg(F.min(F.unix_micros("ts")).alias("first"), F.max(derived).alias("derived")).collect()}
+    if not first_new:
+        return []
+
+    def summary(rows: DataFrame, instances) -> dict:
+        names = F.broadcast(rows.sparkSession.createDataFrame([(i,) for i in instances], "instance string"))
+        return {r.instance: r for r in rows.join(names, "instance").groupBy("instance").agg(
+            F.max(F.unix_micros("ts")).alias("last_ts"),
+            F.max(~derived).alias("waiting"),
+            F.max(F.when(derived, F.struct(F.unix_micros("ts").alias("ts"), "group_name"))).alias("last_derived")).collect()}
+
+    since = min(r.first for r in first_new.values()) - RESUME_TAIL_US
+    found = summary(stored.where(F.col("ts") >= F.timestamp_micros(F.lit(since))), first_new)
+    if any(i in found and found[i].last_ts >= r.first for i, r in first_new.items()):
+        return None
+    unknown = [i for i in first_new if i not in found or found[i].last_derived is None]
+    if unknown:
+        found.update(summary(stored, unknown))
     context = []
-    for r in new.join(old, "instance", "left").collect():
-        if r.last_old is None:
+    for instance, new in first_new.items():
+        old = found.get(instance)
+        if old is None:
             continue
-        if r.first_new <= r.last_old or (r.old_waiting and r.last_derived is None and r.new_derived):
-            return None
-        if r.last_derived is not None:
-            context.append((r.instance, r.last_derived.ts, r.last_derived.group_name))
+        if old.last_derived is None:
+            if old.waiting and new.derived:
+                return None
+            continue
+        context.append((instance, old.last_derived.ts, old.last_derived.group_name))
     return context
 
 
@@ -673,8 +690,8 @@ def run_gold(slh, say, full: bool = False) -> None:
     state, version = pinned_read(slh, "broker_state", GOLD_INPUT)
     mark = Watermark(GOLD_JOB, version, fp).commit_info()
     say("silver → gold role_intervals (full)")
-    slh.write("role_intervals", role_intervals(state), commit_info=mark)
-    intervals = slh.read("role_intervals").cache()
+    intervals = role_intervals(state).cache()  # computed once, while written; the next steps reuse it
+    slh.write("role_intervals", intervals, commit_info=mark)
     say("gold failover_events, split_brain_windows, ha_group_checks")
     slh.write("failover_events", failover_events(intervals), commit_info=mark)
     slh.write("split_brain_windows", split_brain_windows(intervals, state), commit_info=mark)
@@ -734,9 +751,6 @@ def gold_increment(slh, appended, mark: Watermark, say) -> bool:
     for df in (recomputed, intervals, pairs):
         df.unpersist()
     return True
-
-
-RESUME_TAIL_US = 10 * 60 * 1_000_000  # stored rows read to resume from: 10 min before the new ones
 
 
 def resume_points(old: DataFrame, new: DataFrame, intervals: DataFrame) -> list[tuple] | None:
