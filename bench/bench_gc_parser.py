@@ -26,13 +26,17 @@ boundary is just a restarted JVM log to the parsers (time stamps jump back, GC i
                       G1 with datestamps and PrintGCApplicationStoppedTime
 
 What is timed (process pinned to one CPU with ``os.sched_setaffinity``; the best of ``--repeat``
-rounds for plain iteration and our parser, which alternate; jvmind-ce runs once per log unless
-``--jvmind-repeat``).  Each run is measured in CPU time of the process (``time.process_time``)
+rounds for plain iteration, the regex pass and our parser, which alternate; jvmind-ce runs once
+per log unless ``--jvmind-repeat``).  Each run is measured in CPU time of the process (``time.process_time``)
 and in wall clock: MB/s and ratios are given for both, CPU time first -- on a shared machine
 the wall clock also counts the time other processes held the core (it varied 2-3x between
 runs here), CPU time is the one-core throughput:
 
     plain     ``for line in open(path, encoding="utf-8", errors="replace"): pass`` -- the ceiling
+    1 regex   the same file read in 1 MB text blocks, ONE trivial compiled regex (``[^\n]*\n``)
+              matched at every line with ``finditer`` -- the ceiling of a design that scans
+              blocks with Python's regex engine and hands lines (or the interesting ones among
+              them) to Python code; real patterns cost several times more per character
     ours      ``for ev in iter_events(open_log(path), parser=GcLogParser()): n += 1`` -- the
               streaming parser, complete: every line classified and counted, GcEvent objects
               built (time stamps, sizes, flags)
@@ -61,6 +65,7 @@ import datetime as _dt
 import gc as _gc
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -132,6 +137,26 @@ def time_plain(path: str) -> Clock:
         with open(path, encoding="utf-8", errors="replace") as f:
             for _line in f:
                 pass
+    return clk
+
+
+# one compiled regex stepping over every line of a block (a match object per line, as any
+# design that hands each line, or each interesting line found by scanning, to Python code has)
+_EVERY_LINE_RE = re.compile(r"[^\n]*\n")
+_BLOCK_CHARS = 1 << 20
+
+
+def time_regex(path: str) -> Clock:
+    """The ceiling of a chunked design built on Python's regex engine: the file read in 1 MB
+    text blocks (decoded as by plain iteration) and ONE trivial regex matched at every line."""
+    with Clock() as clk:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            while True:
+                block = f.read(_BLOCK_CHARS)
+                if not block:
+                    break
+                for _m in _EVERY_LINE_RE.finditer(block):
+                    pass
     return clk
 
 
@@ -223,11 +248,13 @@ def main() -> None:
             copies, size = build(src, dst, int(args.mb * 1e6))
             mb = size / 1e6
             print(f"\n## {name}: {label}\n   source {rel} x{copies} copies -> {mb:.1f} MB", flush=True)
-            plain = ours = None
+            plain = ours = regex = None
             for _ in range(args.repeat):
                 _gc.collect()
                 clk = time_plain(dst)
                 plain = _best(plain, clk)
+                _gc.collect()
+                regex = _best(regex, time_regex(dst))
                 _gc.collect()
                 clk, n_ours, p_ours, stats = time_ours(dst)
                 ours = _best(ours, clk)
@@ -244,9 +271,10 @@ def main() -> None:
                     jv = _best(jv, clk)
             print(f"   {'tool':8s} {'MB/s cpu':>9s} {'lines/s cpu':>12s} {'MB/s wall':>10s} {'events':>9s} {'pauses':>8s}")
             print(f"   {'plain':8s} {mb / plain.cpu:9.1f} {lines / plain.cpu:12,.0f} {mb / plain.wall:10.1f} {'-':>9s} {'-':>8s}")
+            print(f"   {'1 regex':8s} {mb / regex.cpu:9.1f} {lines / regex.cpu:12,.0f} {mb / regex.wall:10.1f} {'-':>9s} {'-':>8s}")
             print(f"   {'ours':8s} {mb / ours.cpu:9.2f} {lines / ours.cpu:12,.0f} {mb / ours.wall:10.2f} {n_ours:9,d} {p_ours:8,d}"
                   f"   coverage {stats.coverage:.2%}")
-            row = {"name": name, "mb": mb, "plain": mb / plain.cpu, "ours": mb / ours.cpu,
+            row = {"name": name, "mb": mb, "plain": mb / plain.cpu, "ours": mb / ours.cpu, "regex": mb / regex.cpu,
                    "plain_w": mb / plain.wall, "ours_w": mb / ours.wall}
             if parse_gc_log is None:
                 print(f"   {'jvmind':8s} {'n/a':>9s}   {jv_ver}")
@@ -269,12 +297,13 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     print("\n## summary (MB/s of CPU time on one core; ratios from this run, CPU time / wall clock)")
-    print(f"   {'log':18s} {'plain':>8s} {'ours':>8s} {'jvmind':>8s} {'ours/jvmind':>14s} {'ours/plain':>15s}")
+    print(f"   {'log':18s} {'plain':>8s} {'1 regex':>8s} {'ours':>8s} {'jvmind':>8s} {'ours/jvmind':>14s} {'ours/plain':>15s}")
     for r in rows:
         jvs = f"{r['jvmind']:8.2f}" if "jvmind" in r else f"{'n/a':>8s}"
         rj = f"{r['r_jv']:6.1f}x/{r['r_jv_w']:5.1f}x" if r["r_jv"] else f"{'n/a':>13s}"
         flag = "*" if r.get("jv_note") else " "
-        print(f"   {r['name']:18s} {r['plain']:8.1f} {r['ours']:8.2f} {jvs} {rj}{flag} {r['r_plain']:6.1%}/{r['r_plain_w']:6.1%}")
+        print(f"   {r['name']:18s} {r['plain']:8.1f} {r['regex']:8.1f} {r['ours']:8.2f} {jvs} {rj}{flag} "
+              f"{r['r_plain']:6.1%}/{r['r_plain_w']:6.1%}")
     if any(r.get("jv_note") for r in rows):
         print("   * jvmind-ce finds less than half of the stop-the-world pauses in that log (see above)")
     print(f"# total {time.perf_counter() - t_start:.0f} s; loadavg {os.getloadavg()[0]:.1f}")

@@ -14,6 +14,10 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from dashboards.settings import DashboardSettings
+from alerts.config import AlertsConfig
+from brokerscope.service import ServiceSettings
+
 KINDS = ("activemq", "artemis", "kafka", "weblogic", "zookeeper")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -110,6 +114,20 @@ class ZkOptions(_Strict):
         return v.rstrip("/") if v else v
 
 
+class HaSettings(_Strict):
+    """Optional per-target `ha:` facts from the broker's own configuration, where JMX does not
+    report them. They decide risk findings and the advice on failover durations
+    (lakehouse/jobs/risk.py); unset = unknown (no finding that needs it). connection-ttl and
+    ZooKeeper session-ms are set once, per target under `gc:` (defaults 60 s / 18 s)."""
+
+    check_for_live_server: bool | None = None  # Artemis primary `check-for-live-server`
+    shutdown_on_master_failure: bool | None = None  # ActiveMQ pure master/slave `shutdownOnMasterFailure`
+    shutdown_on_slave_failure: bool | None = None  # ActiveMQ pure master/slave `shutdownOnSlaveFailure`
+    lock_acquire_sleep_ms: int | None = Field(default=None, gt=0)  # ActiveMQ locker `lockAcquireSleepInterval` (10 000 ms default)
+    lease_duration_ms: int | None = Field(default=None, gt=0)  # ActiveMQ lease-database-locker lease (its lockAcquireSleepInterval)
+    quorum_vote: bool | None = None  # Artemis replication with vote-based quorum (unset: from the reported HAPolicy)
+
+
 _ZK_URL = re.compile(r"^(?:zk://)?(\[[^\]]+\]|[^/:\s\[\]]+)(?::(\d+))?/?$")
 
 
@@ -131,6 +149,7 @@ class Target(_Strict):
     gc_logs: list[str] = Field(default_factory=list)  # globs of this JVM's GC log files
     gc: GcThresholds | None = None
     zookeeper: ZkOptions | None = None  # kind zookeeper only
+    ha: HaSettings | None = None  # HA facts from the broker's configuration (risk findings, failover advice)
 
     @field_validator("gc_logs")
     @classmethod
@@ -156,6 +175,10 @@ class Target(_Strict):
             return f"zk://{m.group(1)}:{m.group(2) or 2181}"
         if not re.match(r"^https?://[^/\s]+", v):
             raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8778/jolokia")
+        if re.match(r"^https?://[^/\s]*@", v):
+            # the URL lands in logs, bronze rows and error messages: it must hold no secret
+            raise ValueError("must not contain credentials (user:password@); set `username:` and "
+                             "password_env or password_file instead")
         return v.rstrip("/")
 
     @field_validator("timeout", mode="before")
@@ -235,11 +258,50 @@ class LagSettings(_Strict):
         return parse_duration(v)
 
 
+class RiskSettings(_Strict):
+    """`analysis.risk`: when an HA risk state is a finding (lakehouse/jobs/risk.py)."""
+
+    unprotected_grace: float = 60.0  # a live without a standby backup for longer than this (never one sample)
+    stale_backup_grace: float = 60.0  # a backup behind its live's activation sequence for longer than this
+
+    @field_validator("unprotected_grace", "stale_backup_grace", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)
+
+
+class CauseSettings(_Strict):
+    """`analysis.causes`: how far before an HA event a GC pause / ZooKeeper finding may have begun
+    to count as its cause (lakehouse/jobs/causes.py): max(scrapes × scrape_interval, pause + slack)."""
+
+    scrapes: float = Field(default=2.0, gt=0)
+    slack: float = 30.0
+
+    @field_validator("slack", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)
+
+
+class IncidentSettings(_Strict):
+    """`analysis.incidents`: findings of one cluster closer than `gap` form one incident."""
+
+    gap: float = 300.0
+
+    @field_validator("gap", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)
+
+
 class AnalysisSettings(_Strict):
-    """Top-level `analysis:` section: thresholds of the stuck-message and lag findings."""
+    """Top-level `analysis:` section: thresholds of the stuck-message, lag, risk, cause and incident findings."""
 
     stuck: StuckSettings = Field(default_factory=StuckSettings)
     lag: LagSettings = Field(default_factory=LagSettings)
+    risk: RiskSettings = Field(default_factory=RiskSettings)
+    causes: CauseSettings = Field(default_factory=CauseSettings)
+    incidents: IncidentSettings = Field(default_factory=IncidentSettings)
 
 
 class Config(_Strict):
@@ -249,6 +311,9 @@ class Config(_Strict):
     targets: list[Target] = Field(default_factory=list)
     gc: GcSettings = Field(default_factory=GcSettings)
     analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)  # dashboards/settings.py
+    service: ServiceSettings = Field(default_factory=ServiceSettings)  # brokerscope run (brokerscope/service.py)
     source_path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("scrape_interval", "flush_interval", mode="before")

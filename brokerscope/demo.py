@@ -8,148 +8,19 @@ timeline next to the drill's own ground truth.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import re
-import shutil
 import sys
-import threading
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
-
 from brokerscope.config import load_config
+from brokerscope.drills import kill_master
+from brokerscope.drills.common import say
 
-_STARTED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \| INFO\s*\| Apache ActiveMQ \S+ \((?P<name>[^,]+), .*\) started")
-
-
-def say(msg: str) -> None:
-    print(f"[{datetime.now(timezone.utc):%H:%M:%S.%f}"[:-3] + f"] {msg}", flush=True)
-
-
-def log_started_times(log: Path) -> list[float]:
-    """Epoch times of 'Apache ActiveMQ … started' lines (the lab logs in UTC, ISO8601 with ms)."""
-    out = []
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return out
-    for line in text.splitlines():
-        m = _STARTED.match(line)
-        if m:
-            ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc)
-            out.append(ts.timestamp())
-    return out
-
-
-class BackgroundCollector:
-    """The real collector on its own event loop thread, stoppable from the drill."""
-
-    def __init__(self, config, record: Path) -> None:
-        from collectors.scraper import Collector
-
-        self.collector = Collector(config, record=str(record))
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, name="collector", daemon=True)
-        self.error: BaseException | None = None
-
-    def _run(self) -> None:
-        try:
-            self.loop.run_until_complete(self.collector.run())
-        except BaseException as e:  # surfaced by stop()
-            self.error = e
-
-    def start(self) -> "BackgroundCollector":
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.loop.call_soon_threadsafe(self.collector.stop)
-        self.thread.join(timeout=30)
-        if self.error:
-            raise self.error
-        return self.collector.stats
+__all__ = ["run_drill", "compare", "run_demo", "say"]
 
 
 def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
-    """Run the kill-master drill; returns (config path, ground truth)."""
-    from infra.lab import ActiveMQPair, build_agent, stomp_send
-
-    if not keep:
-        for sub in ("lab", "lakehouse", "recording.jsonl.gz", "ground_truth.json", "brokerscope.yaml"):
-            p = workdir / sub
-            if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
-    workdir.mkdir(parents=True, exist_ok=True)
-    say("building the Jolokia agent (once)")
-    build_agent()
-    pair = ActiveMQPair(workdir / "lab")
-    truth: dict = {"drill": "kill-master", "scrape_interval_s": scrape_interval}
-    new_master_log: Path | None = None
-    try:
-        say("starting ActiveMQ master/slave pair (shared KahaDB, shared-file lock)")
-        pair.start()
-        a, b = pair.names
-        cfg_path = workdir / "brokerscope.yaml"
-        cfg_path.write_text(
-            yaml.safe_dump(
-                {
-                    "lakehouse": "./lakehouse",
-                    "scrape_interval": f"{int(scrape_interval * 1000)}ms",
-                    "flush_interval": "2s",
-                    "targets": [
-                        {"name": n, "kind": "activemq", "url": pair.jolokia_url(n), "group": "store-1", "timeout": "2s"}
-                        for n in (a, b)
-                    ],
-                },
-                sort_keys=False,
-            )
-        )
-        cfg = load_config(cfg_path)
-        say(f"{a} is master, {b} is slave; collecting every {scrape_interval:g}s → {cfg.lakehouse_root()}")
-        col = BackgroundCollector(cfg, workdir / "recording.jsonl.gz").start()
-        time.sleep(max(1.5, 3 * scrape_interval))
-        truth["sent_before_kill"] = stomp_send(pair.brokers[a].stomp_url, "/queue/BROKERSCOPE.LAB", (f"m{i}" for i in range(20)))
-        say(f"sent {truth['sent_before_kill']} persistent messages to {a}")
-        time.sleep(max(1.5, 3 * scrape_interval))
-
-        master = pair.master()
-        if master is None:
-            raise RuntimeError(f"no single master before the kill: roles {pair.roles()}")
-        standby = b if master == a else a
-        truth["master_before"] = master
-        truth["kill_ts"] = time.time()
-        truth["killed_pid"] = pair.kill(master)
-        say(f"SIGKILL {master} (pid {truth['killed_pid']})")
-        truth["takeover_seen_ts"] = pair.wait_for_role(standby, "master", timeout=60)
-        truth["new_master"] = standby
-        say(f"{standby} is master (seen by the drill's 20 Hz probe)")
-        new_master_log = pair.brokers[standby].activemq_log
-        truth["sent_after_failover"] = stomp_send(pair.brokers[standby].stomp_url, "/queue/BROKERSCOPE.LAB", (f"n{i}" for i in range(10)))
-        say(f"sent {truth['sent_after_failover']} more to {standby}")
-        time.sleep(max(2.0, 4 * scrape_interval))
-
-        say(f"restarting {master}")
-        truth["restart_ts"] = time.time()
-        pair.start_broker(master)
-        truth["back_as_slave_ts"] = pair.wait_for_role(master, "slave", timeout=60)
-        say(f"{master} is back, as slave")
-        time.sleep(max(2.0, 4 * scrape_interval))
-        stats = col.stop()
-        say(f"collector stopped: {stats.summary()}")
-        truth["collector"] = stats.summary()
-    finally:
-        pair.stop()
-    # The broker logs "… started" only after it holds the lock; read it once the drill is over
-    # (the probe can see Slave=false a few ms before the line is written).
-    started = [t for t in log_started_times(new_master_log) if t >= truth["kill_ts"]] if new_master_log else []
-    truth["takeover_log_ts"] = started[0] if started else None
-    (workdir / "ground_truth.json").write_text(json.dumps(truth, indent=2) + "\n")
-    return cfg_path, truth
+    """Run the kill-master drill (brokerscope.drills.kill_master); returns (config path, ground truth)."""
+    return kill_master.run(Path(workdir), scrape_interval, keep)
 
 
 def compare(truth: dict, failovers: list[dict], interval: float) -> list[str]:

@@ -1,5 +1,68 @@
-"""Subcommands of this part (registered by brokerscope.cli)."""
+"""`brokerscope drill NAME|all [--workdir DIR] [--interval S]`: real fault drills scored against
+their own ground truth (brokerscope.drills). Registered by brokerscope.cli."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
 
 
 def add_parser(sub) -> None:
-    """Register this part's subcommands on the `brokerscope` parser (none yet)."""
+    from brokerscope.drills import DRILLS, drill_module
+
+    lines = "\n".join(f"  {n:<19} {summary(drill_module(n), n)}" for n in DRILLS)
+    sp = sub.add_parser(
+        "drill", help="run a real fault drill in the local lab and score the analysis against its ground truth",
+        description=f"drills:\n{lines}\n  {'all':<19} every drill in turn; exit 1 if one misses the bar",
+        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
+    )
+    sp.add_argument("name", choices=[*DRILLS, "all"], metavar="NAME", help="drill to run, or all")
+    sp.add_argument("--workdir", default="./var/drills", help="where each drill's lab, lakehouse, recording, "
+                    "ground_truth.json and report.json go (one folder per drill)")
+    sp.add_argument("--interval", type=float, default=0.5, help="scrape interval in seconds (default 0.5)")
+    sp.set_defaults(func=cmd_drill)
+
+
+def summary(mod, name: str) -> str:
+    return getattr(mod, "SUMMARIES", {}).get(name, mod.SUMMARY)
+
+
+def cmd_drill(args) -> int:
+    from brokerscope.drills import DRILLS
+
+    if args.interval <= 0:
+        print(f"error: --interval must be positive seconds, not {args.interval}", file=sys.stderr)
+        return 2
+    names = list(DRILLS) if args.name == "all" else [args.name]
+    base = Path(args.workdir).resolve()
+    results = {name: run_one(name, base / name, args.interval) for name in names}
+    if len(names) > 1:
+        print_summary(results)
+        (base / "summary.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    return 0 if all(r["passed"] for r in results.values()) else 1
+
+
+def run_one(name: str, workdir: Path, interval: float) -> dict:
+    """One drill; a lab that cannot start is reported as a failed drill with its error, not a traceback."""
+    from brokerscope.drills import run_drill
+    from brokerscope.drills.common import say
+    from infra.lab import LabError
+
+    say(f"=== drill {name} → {workdir}")
+    try:
+        card = run_drill(name, workdir, interval)
+    except (LabError, TimeoutError, RuntimeError) as e:
+        print(f"drill {name}: ERROR — the drill itself could not run:\n{e}", file=sys.stderr)
+        return {"drill": name, "passed": False, "error": str(e)}
+    print(card.render(), flush=True)
+    print(f"  report: {workdir / 'report.json'}", flush=True)
+    return card.to_json()
+
+
+def print_summary(results: dict[str, dict]) -> None:
+    print("\n=== drills ===")
+    for name, r in results.items():
+        worst = max((abs(v) for v in r.get("boundary_errors_intervals", {}).values()), default=0.0)
+        extra = f"worst boundary {worst:.2f} intervals" if "error" not in r else "could not run"
+        print(f"{'PASS' if r['passed'] else 'FAIL'}  {name:<19} {extra}")

@@ -249,5 +249,22 @@ def render_text(entries: list[Entry]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_incidents(incidents: pa.Table, group: str | None = None, since: datetime | None = None) -> str:
+    """Gold incidents as text, oldest first: title, when, status, the narrative and the advice
+    (`group`: only that cluster; `since`: only incidents still going on after it)."""
+    rows = [r for r in _rows(incidents) if (not group or r["cluster"] == group) and (not since or r["end_ts"] >= since)]
+    if not rows:
+        return ""
+    lines = ["", "=== incidents ==="]
+    for r in sorted(rows, key=lambda r: (r["start_ts"], r["incident_id"])):
+        start = r["start_ts"].astimezone(timezone.utc)
+        lines.append(f"[{r['severity'].upper()}] {r['title']}")
+        lines.append(f"  {start:%Y-%m-%d %H:%M:%S} UTC, {_dur(r['duration_s'])}, {r['status']}, "
+                     f"{r['finding_count']} finding(s) (incident {r['incident_id'][:8]})")
+        lines.extend(f"  {line}" for line in r["narrative"].splitlines())
+        lines.extend(f"  → {line}" for line in (r["advice"] or "").splitlines())
+    return "\n".join(lines) + "\n"
+
+
 def render_json(entries: list[Entry]) -> str:
     return json.dumps([e.as_json() for e in entries], indent=2) + "\n"

@@ -76,7 +76,7 @@ def iter_mbean_reads(requests: list[dict], response: list) -> Iterator[MBeanRead
         asked = tuple(attrs) if attrs is not None else None
         err = item_error(item)
         if err is not None:
-            yield MBeanRead(name, item_error=err, status=int(item.get("status") or 0), requested=asked)
+            yield MBeanRead(name, item_error=err, status=as_int(item.get("status")) or 0, requested=asked)
             continue
         value = item.get("value")
         if name.pattern:
@@ -210,6 +210,22 @@ def collector_health_row(obs: Observation, obs_key: str, error_kind: str | None)
         }
     )
     return row
+
+
+def broker_clock_skew_s(obs: Observation) -> float | None:
+    """The broker's clock minus ours, in seconds: the median Jolokia item `timestamp` (the agent's
+    clock, whole epoch seconds) against the observation time (ours, when the request was sent).
+    The answer comes within `elapsed_ms`, and seconds are truncated, so agreement reads as a value
+    in [-1, elapsed]. None without usable timestamps. Observations are always placed on our clock,
+    so a skewed broker never moves intervals; this measures the skew so it can be flagged."""
+    stamps = sorted(
+        float(i["timestamp"]) for i in (obs.response if isinstance(obs.response, list) else [])
+        if isinstance(i, dict) and isinstance(i.get("timestamp"), (int, float)) and not isinstance(i["timestamp"], bool)
+        and math.isfinite(i["timestamp"])
+    )
+    if not stamps:
+        return None
+    return stamps[len(stamps) // 2] - obs.ts.timestamp()
 
 
 def unanswered_state_row(obs: Observation, obs_key: str) -> dict:

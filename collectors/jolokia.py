@@ -20,7 +20,10 @@ from typing import Any
 import httpx
 
 READ_ONLY_TYPES = frozenset({"read", "search", "list", "version"})
-_RETRYABLE = frozenset({"refused", "reset", "timeout", "http_5xx"})
+# A bulk answer larger than this is refused (and never held in memory whole): with destinations
+# read in batches of max_destinations_per_scrape, a real answer is a few MiB at most.
+MAX_RESPONSE_BYTES = 32 << 20
+_RETRYABLE = frozenset({"refused", "reset", "timeout"})
 
 
 class UnsafeRequestError(ValueError):
@@ -53,13 +56,25 @@ class Exchange:
         return self.body
 
 
+def _retryable(ex: Exchange) -> bool:
+    """Transport failures and server errors (HTTP 5xx) may pass; a 4xx or a bad body will not."""
+    return ex.error_kind in _RETRYABLE or (ex.error_kind == "http" and (ex.http_status or 0) >= 500)
+
+
 def check_read_only(requests: list[dict]) -> None:
     for i, r in enumerate(requests):
         t = r.get("type") if isinstance(r, dict) else None
-        if t not in READ_ONLY_TYPES:
+        if not isinstance(t, str) or t not in READ_ONLY_TYPES:
             raise UnsafeRequestError(
                 f"request {i} has type {t!r}; brokerscope only sends {sorted(READ_ONLY_TYPES)} "
                 "(monitoring must never change a broker)"
+            )
+        if "target" in r:
+            # Jolokia proxy mode makes the agent open a JMX connection to any URL it is given
+            # (JNDI/RMI lookups: a known remote-code-execution path); the collector never needs it.
+            raise UnsafeRequestError(
+                f"request {i} carries a proxy `target`; brokerscope never uses Jolokia proxy mode "
+                "(point the target's url at the broker's own Jolokia endpoint instead)"
             )
 
 
@@ -82,6 +97,11 @@ def classify_body(name: str, status: int, text: str, content_type: str) -> tuple
         ), "forbidden"
     try:
         body = json.loads(text)
+    except RecursionError:
+        return None, (
+            f"{name}: HTTP {status} returned JSON nested too deeply to read ({len(text)} bytes) instead of "
+            "Jolokia JSON; check the URL points at the Jolokia endpoint"
+        ), "not_json"
     except ValueError:
         snippet = " ".join(text.strip().split())[:120]
         if _looks_truncated(text):
@@ -93,11 +113,14 @@ def classify_body(name: str, status: int, text: str, content_type: str) -> tuple
         ), "not_json"
     if status >= 400 and not isinstance(body, list):
         msg = body.get("error") if isinstance(body, dict) else None
-        return body, f"{name}: HTTP {status} from Jolokia: {msg or text[:120]}", "http_5xx" if status >= 500 else "http"
+        return body, f"{name}: HTTP {status} from Jolokia: {msg or text[:120]}", "http"
     if not isinstance(body, list):
         # A single error object instead of the bulk array (e.g. Jolokia rejected the whole POST).
         err = body.get("error") if isinstance(body, dict) else None
-        return body, f"{name}: expected a JSON array for a bulk request, got {type(body).__name__}: {err or text[:120]}", "http"
+        return body, (
+            f"{name}: HTTP {status}: expected a JSON array for a bulk request, got {type(body).__name__}: "
+            f"{err or text[:120]}; check the URL points at the Jolokia endpoint, not a proxy or another API"
+        ), "http"
     return body, None, None
 
 
@@ -123,9 +146,11 @@ class JolokiaClient:
         backoff: float = 0.2,
         verify: bool | str = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.url = url
         self.name = name or url
+        self.max_response_bytes = max_response_bytes
         self.retries = retries
         self.backoff = backoff
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -169,7 +194,7 @@ class JolokiaClient:
         for attempt in range(1, self.retries + 2):
             ex.attempts = attempt
             await self._once(payload, len(requests), ex)
-            if ex.ok or ex.error_kind not in _RETRYABLE or attempt > self.retries:
+            if ex.ok or not _retryable(ex) or attempt > self.retries:
                 break
             pause = self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random())
             if deadline is not None and time.time() + pause >= deadline:
@@ -178,12 +203,34 @@ class JolokiaClient:
         ex.elapsed_ms = (time.perf_counter() - t0) * 1000.0
         return ex
 
+    async def _read_capped(self, resp: httpx.Response) -> bytes | None:
+        """The body (decoded from any Content-Encoding), or None once it exceeds the limit."""
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_response_bytes:
+            return None
+        chunks, size = [], 0
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_response_bytes:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     async def _once(self, payload: bytes, n_requests: int, ex: Exchange) -> None:
         ex.error = ex.error_kind = None
         ex.body = ex.http_status = ex.raw_text = None
         try:
-            resp = await self._client.post(self.url, content=payload)
-            text = resp.text
+            async with self._client.stream("POST", self.url, content=payload) as resp:
+                content = await self._read_capped(resp)
+            if content is None:
+                ex.http_status = resp.status_code
+                ex.error, ex.error_kind = (
+                    f"{self.name}: HTTP {resp.status_code} answer larger than {self.max_response_bytes / 1048576:g} MiB "
+                    "(the limit); refused unread. Lower max_destinations_per_scrape for this target, or check "
+                    "the URL points at the Jolokia endpoint"
+                ), "http"
+                return
+            text = content.decode(resp.charset_encoding or "utf-8", errors="replace")
         except httpx.ConnectError as e:
             cause = str(e) or type(e).__name__
             if "CERTIFICATE" in cause.upper() or "SSL" in cause.upper():
@@ -213,14 +260,17 @@ class JolokiaClient:
             ex.error, ex.error_kind = f"{self.name}: connection dropped mid-response ({e}); response truncated", "truncated"
             return
         except httpx.HTTPError as e:
-            ex.error, ex.error_kind = f"{self.name}: HTTP error {type(e).__name__}: {e}", "other"
+            ex.error, ex.error_kind = f"{self.name}: request failed ({type(e).__name__}: {e}); check the target's url", "other"
             return
         ex.http_status = resp.status_code
         ex.raw_text = text
         body, error, kind = classify_body(self.name, resp.status_code, text, resp.headers.get("content-type", ""))
         ex.body, ex.error, ex.error_kind = body, error, kind
         if ex.ok and len(body) != n_requests:
-            ex.error, ex.error_kind = f"{self.name}: sent {n_requests} requests but got {len(body)} answers", "http"
+            ex.error, ex.error_kind = (
+                f"{self.name}: HTTP {ex.http_status} answer has {len(body)} items for {n_requests} requests; "
+                "a Jolokia agent answers each one — check the URL points at it, not at a proxy that rewrites bodies"
+            ), "http"
 
 
 _KIND_BY_PHRASE = (
@@ -251,7 +301,8 @@ def item_error(item: dict) -> str | None:
     status = item.get("status")
     if status == 200:
         return None
-    etype, msg = item.get("error_type") or "", item.get("error") or ""
+    # str(): a broken agent or proxy may send any JSON type here; the message must still be text
+    etype, msg = str(item.get("error_type") or ""), str(item.get("error") or "")
     if etype and msg.startswith(etype):  # Jolokia's message usually starts with the class already
         etype = ""
     return f"{status}: {etype} {msg}".replace("  ", " ").strip()

@@ -12,9 +12,9 @@ ingesting it twice, or after the live run, adds nothing.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -88,60 +88,154 @@ class ReadReport:
     skipped_sources: int = 0
     bad_lines: list[tuple[int, str]] | None = None
     truncated_tail: bool = False
+    damaged_segments: int = 0  # gzip members cut short mid-file (a recorder killed, then restarted)
 
 
-def _open_text(path: Path) -> IO[str]:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_CHUNK = 1 << 16
+
+
+def _gzip_bytes(fh: IO[bytes], report: ReadReport) -> Iterator[bytes]:
+    """The decompressed bytes of every gzip member, surviving members cut short.
+
+    A recorder killed with SIGKILL leaves its member without an end; the restarted recorder
+    appends a new member after it. A plain gzip reader fails at that point and loses everything
+    after it, so here a damaged member is counted and decoding resumes at the next member header.
+    An empty bytes value marks a cut: the line in progress ended there."""
+    pos = 0  # file offset of the first input byte not yet given to the decompressor
+    member_start = 0
+    d = zlib.decompressobj(31)
+    fed = False  # the current member has received input
+    while True:
+        fh.seek(pos)
+        data = fh.read(_CHUNK)
+        if not data:
+            if fed and not d.eof:
+                report.truncated_tail = True  # the last member has no end: its writer was killed
+            return
+        saved = d.copy()
+        try:
+            out = d.decompress(data)
+        except zlib.error:
+            # decode this chunk again in small steps to keep what came before the damage
+            yield from _decode_until_damage(saved, data)
+            report.damaged_segments += 1
+            yield b""
+            pos = _next_member(fh, member_start + 1)
+            if pos < 0:
+                return
+            member_start, d, fed = pos, zlib.decompressobj(31), False
+            continue
+        fed = True
+        if out:
+            yield out
+        if d.eof:
+            pos += len(data) - len(d.unused_data)
+            member_start, d, fed = pos, zlib.decompressobj(31), False
+        else:
+            pos += len(data)
+
+
+def _decode_until_damage(d, data: bytes) -> Iterator[bytes]:
+    """What `d` decodes from `data` before the first damaged byte (64-byte steps, then bytes)."""
+    for i in range(0, len(data), 64):
+        step = d.copy()
+        try:
+            out = d.decompress(data[i:i + 64])
+        except zlib.error:
+            for b in range(i, min(i + 64, len(data))):
+                try:
+                    out = step.decompress(data[b:b + 1])
+                except zlib.error:
+                    return
+                if out:
+                    yield out
+            return
+        if out:
+            yield out
+
+
+def _next_member(fh: IO[bytes], start: int) -> int:
+    """Offset of the next gzip member header at or after `start`, or -1."""
+    pos = start
+    while True:
+        fh.seek(pos)
+        block = fh.read(_CHUNK + len(_GZIP_MAGIC) - 1)
+        if len(block) < len(_GZIP_MAGIC):
+            return -1
+        i = block.find(_GZIP_MAGIC)
+        if i >= 0:
+            return pos + i
+        pos += _CHUNK
+
+
+def _raw_lines(path: Path, report: ReadReport) -> Iterator[bytes]:
+    """The file's lines as bytes (newline kept; a last line without one is yielded as is)."""
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"\x1f\x8b":
+            fh.seek(0)
+            yield from fh
+            return
+        buf = b""
+        for piece in _gzip_bytes(fh, report):
+            if not piece:  # a cut: the line in progress is cut short, and stands alone
+                if buf:
+                    yield buf
+                buf = b""
+                continue
+            buf += piece
+            *complete, buf = buf.split(b"\n")
+            for line in complete:
+                yield line + b"\n"
+        if buf:
+            yield buf
 
 
 def read_envelopes(path: str | os.PathLike, report: ReadReport | None = None, strict: bool = False) -> Iterator[dict]:
     """Yield valid envelopes. A bad line is reported (line number, reason) and skipped; with
     strict=True it raises RecordingError. A half-written last line (a recorder killed mid-write)
-    is counted in `report.truncated_tail`, never fatal."""
+    is counted in `report.truncated_tail`, never fatal; so is a gzip member cut short in the
+    middle of the file (`report.damaged_segments`): the lines after it are read."""
     p = Path(path)
     if not p.exists():
         raise RecordingError(f"recording {p} does not exist")
     report = report if report is not None else ReadReport()
     report.bad_lines = report.bad_lines if report.bad_lines is not None else []
     try:
-        fh = _open_text(p)
-        lines = list(_safe_lines(fh, report))
+        lines = _raw_lines(p, report)
+        line = next(lines, None)
+        no = 0
+        while line is not None:
+            following = next(lines, None)  # one line of look-ahead: is this the last one?
+            no += 1
+            env = _parse_line(p, no, line, following is None, report, strict)
+            if env is not None:
+                yield env
+            line = following
     except OSError as e:
         raise RecordingError(f"cannot read recording {p}: {e}") from None
-    last = len(lines)
-    for no, line in enumerate(lines, 1):
-        report.lines += 1
-        if not line.strip():
-            continue
-        try:
-            env = json.loads(line)
-            problem = validate_envelope(env)
-        except ValueError as e:
-            if no == last and not line.endswith("\n"):
-                report.truncated_tail = True
-                continue
-            problem = f"not JSON ({e.__class__.__name__}: {str(e)[:80]})"
-        if problem:
-            if strict:
-                raise RecordingError(f"{p}:{no}: {problem}; fix or remove the line (see README, 'Recordings')")
-            report.bad_lines.append((no, problem))
-            continue
-        report.envelopes += 1
-        yield env
 
 
-def _safe_lines(fh: IO[str], report: ReadReport) -> Iterator[str]:
-    with fh:
-        try:
-            for line in fh:
-                yield line
-        except (EOFError, gzip.BadGzipFile, OSError):
-            # A gzip stream cut short (recorder killed): keep everything before the cut.
+def _parse_line(p: Path, no: int, raw: bytes, last: bool, report: ReadReport, strict: bool) -> dict | None:
+    report.lines += 1
+    line = raw.decode("utf-8", errors="replace")
+    if not line.strip():
+        return None
+    try:
+        env = json.loads(line)
+        problem = validate_envelope(env)
+    except (ValueError, RecursionError) as e:
+        if last and not line.endswith("\n"):
             report.truncated_tail = True
+            return None
+        problem = f"not JSON ({e.__class__.__name__}: {str(e)[:80]})"
+    if problem:
+        if strict:
+            raise RecordingError(f"{p}:{no}: {problem}; fix or remove the line (see README, 'Recordings')")
+        report.bad_lines.append((no, problem))
+        return None
+    report.envelopes += 1
+    return env
 
 
 def validate_envelope(env: object) -> str | None:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from brokerscope.config import Config, Target
+from brokerscope.config import Config, ConfigError, Target
 from collectors.base import ms_floor
-from collectors.jolokia import JolokiaClient
+from collectors.jolokia import JolokiaClient, shared_ssl_context
 from collectors.packs import pack_for
 from collectors.sampling import DestinationSampler
 from collectors.recording import RecordingWriter, bronze_row, envelope
@@ -38,6 +39,8 @@ class CollectStats:
     targets: dict[str, TargetStats] = field(default_factory=dict)
     bronze_rows: int = 0
     flushes: int = 0
+    flush_errors: int = 0  # failed bronze commits (retried; the rows stay buffered)
+    last_flush_error: str | None = None
 
     def summary(self) -> str:
         parts = [f"{n}: {s.scrapes} scrapes, {s.errors} errors" for n, s in self.targets.items()]
@@ -57,7 +60,7 @@ class Collector:
         self.recorder = RecordingWriter(record) if record else None
         self.on_observation = on_observation
         self.stats = CollectStats({t.name: TargetStats() for t in config.targets})
-        self._pending: list[dict] = []
+        self._pending = BronzeBuffer(self.lakehouse, "bronze_jolokia")
         self._stop = asyncio.Event()
 
     def stop(self) -> None:
@@ -95,7 +98,16 @@ class Collector:
         return self.stats
 
     def _client(self, t: Target) -> JolokiaClient:
-        verify: bool | str = str(t.ca_file) if t.ca_file else t.verify_tls
+        verify: bool | str = t.verify_tls
+        if t.ca_file and t.url.startswith("https://"):
+            verify = str(self.config._here(t.ca_file))
+            try:
+                shared_ssl_context(verify)
+            except (OSError, ssl.SSLError) as e:
+                raise ConfigError(
+                    f"target {t.name}: ca_file {verify} cannot be used ({getattr(e, 'strerror', None) or e}); "
+                    "give the PEM file of the CA that signed the broker's certificate"
+                ) from None
         return JolokiaClient(
             t.url,
             name=t.name,
@@ -159,23 +171,48 @@ class Collector:
             self.on_observation(env)
 
     async def _flush_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await asyncio.wait_for(self._stop.wait(), timeout=self.config.flush_interval)
-            except asyncio.TimeoutError:
-                pass
-            if self._pending:
-                # delta-rs commits block; keep the event loop (and the scrape cadence) free.
-                await asyncio.to_thread(self.flush)
+        await flush_periodically(self.flush, self._stop, self.config.flush_interval, self.stats)
 
     def flush(self) -> int:
-        batch, self._pending = self._pending, []
+        n = self._pending.flush()
+        if n >= 0:
+            self.stats.bronze_rows += n
+            self.stats.flushes += 1
+        return max(n, 0)
+
+
+class BronzeBuffer(list):
+    """Rows waiting for their bronze commit. A failed commit (disk full, lakehouse unwritable)
+    keeps them, in order, for the next one: nothing is dropped while storage is away."""
+
+    def __init__(self, lakehouse: Lakehouse, table: str) -> None:
+        super().__init__()
+        self.lakehouse, self.table = lakehouse, table
+
+    def flush(self) -> int:
+        """Commit; returns the new rows (-1: nothing was buffered). Raises the LakehouseError."""
+        batch = self[:]
         if not batch:
-            return 0
-        n = self.lakehouse.append_new("bronze_jolokia", batch)
-        self.stats.bronze_rows += n
-        self.stats.flushes += 1
+            return -1
+        n = self.lakehouse.append_new(self.table, batch)
+        del self[: len(batch)]  # rows added during the commit stay for the next one
         return n
+
+
+async def flush_periodically(flush: Callable[[], int], stop: asyncio.Event, interval: float, stats: CollectStats) -> None:
+    """Call `flush` (in a thread: delta-rs commits block) every `interval` until `stop` is set.
+    A failing commit is logged and retried at the next interval; the rows stay buffered."""
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+        except asyncio.TimeoutError:
+            pass
+        try:
+            await asyncio.to_thread(flush)
+        except Exception as e:  # noqa: BLE001 - storage full or unwritable: keep collecting
+            stats.flush_errors += 1
+            stats.last_flush_error = str(e)
+            log.error("bronze commit failed; the rows stay buffered and are retried every %gs: %s", interval, e)
 
 
 def collect(config: Config, duration: float | None = None, record: str | None = None, progress: bool = True) -> CollectStats:

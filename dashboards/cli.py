@@ -1,5 +1,66 @@
-"""Subcommands of this part (registered by brokerscope.cli)."""
+"""Subcommands of this part (registered by brokerscope.cli): `dashboard` and `report`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def cmd_dashboard(args) -> int:
+    from brokerscope.config import ConfigError, load_config
+    from dashboards.app import DashboardServer, create_app, open_gold
+    from dashboards.settings import check_exposure
+
+    cfg = load_config(args.config)
+    settings = cfg.dashboard
+    host = args.host or settings.host
+    port = settings.port if args.port is None else args.port
+    try:
+        check_exposure(settings, host)
+        password = settings.auth.password(cfg.source_path.parent if cfg.source_path else None) \
+            if settings.auth.mode == "basic" else None
+    except ValueError as e:
+        raise ConfigError(f"{args.config}: {e}") from None
+    gold = open_gold(cfg.lakehouse_root(), settings.max_points)
+    server = DashboardServer(create_app(gold, settings, password), host, port, quiet=False)
+    print(f"brokerscope dashboard on {server.url} (lakehouse {cfg.lakehouse_root()}, auth: {settings.auth.mode}); "
+          "Ctrl-C to stop", file=sys.stderr)
+    server.serve_forever()
+    return 0
+
+
+def cmd_report(args) -> int:
+    from brokerscope.config import load_config
+    from dashboards import data as D
+    from dashboards.app import open_gold
+    from dashboards.report import render
+
+    cfg = load_config(args.config)
+    gold = open_gold(cfg.lakehouse_root())
+    try:
+        text = render(D.load_incident(gold, args.incident_id), args.format)
+    except (D.MissingTable, D.NotFound) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({len(text.encode()):,} bytes, {args.format})", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def add_parser(sub) -> None:
-    """Register this part's subcommands on the `brokerscope` parser (none yet)."""
+    """Register `dashboard` and `report` on the `brokerscope` parser."""
+    sp = sub.add_parser("dashboard", help="the web app: overview, incidents, findings (reads gold tables, no JVM)")
+    sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+    sp.add_argument("--host", help="address to bind (default: dashboard.host, 127.0.0.1); another needs auth")
+    sp.add_argument("--port", type=int, help="port (default: dashboard.port, 8050)")
+    sp.set_defaults(func=cmd_dashboard)
+
+    sp = sub.add_parser("report", help="post-incident report of one incident (self-contained HTML or Markdown)")
+    sp.add_argument("incident_id", metavar="INCIDENT_ID", help="incidents.incident_id (the dashboard shows it)")
+    sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+    sp.add_argument("--format", choices=["html", "md"], default="html")
+    sp.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    sp.set_defaults(func=cmd_report)

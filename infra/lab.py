@@ -58,13 +58,20 @@ __all__ = [
     "LabError",
     "Role",
     "agent_jvm_arg",
+    "ballast_jvm_arg",
     "build_agent",
+    "build_ballast",
     "jolokia_request",
     "stomp_send",
     "stop_recorded",
 ]
 
 Role = Literal["master", "slave", "down"]
+#: shared-kahadb: one KahaDB + shared-file-locker (a correct pair); separate-kahadb: one KahaDB per broker
+#: (a misconfigured pair: both are master); jdbc-lease: JDBC store + lease-database-locker (PostgreSQL)
+Store = Literal["shared-kahadb", "separate-kahadb", "jdbc-lease"]
+STORES = ("shared-kahadb", "separate-kahadb", "jdbc-lease")
+POSTGRESQL_JAR = Path(os.environ.get("BROKERSCOPE_PG_JDBC_JAR", "/usr/share/java/postgresql.jar"))
 
 ACTIVEMQ_HOME = Path(os.environ.get("BROKERSCOPE_ACTIVEMQ_HOME", "/usr/share/activemq"))
 JOLOKIA_CORE_JAR = Path("/usr/share/java/jolokia-core.jar")
@@ -149,17 +156,51 @@ def build_agent(force: bool = False) -> Path:
     jars, so it works from any classpath (the javaagent is loaded by the system class loader, which
     ActiveMQ's own class loader delegates to first). Safe to call concurrently (file lock).
     """
-    out_dir = agent_build_dir()
-    jar_path = out_dir / AGENT_JAR_NAME
-    sources = sorted(AGENT_SRC_DIR.glob("*.java"))
     deps = [JOLOKIA_CORE_JAR, JSON_SIMPLE_JAR]
-    if not sources:
-        raise LabError(f"no agent sources in {AGENT_SRC_DIR}")
     missing = [str(d) for d in deps if not d.exists()]
     if missing:
         raise LabError(
             f"missing {missing}: apt-get install libjolokia-core-java libjson-simple-java (infra/setup.sh)"
         )
+    manifest = (
+        "Manifest-Version: 1.0\n"
+        f"Premain-Class: {AGENT_MAIN_CLASS}\n"
+        f"Agent-Class: {AGENT_MAIN_CLASS}\n"
+        f"Main-Class: {AGENT_MAIN_CLASS}\n"
+        "Implementation-Title: brokerscope read-only Jolokia agent (bundles Debian jolokia-core"
+        " 1.7.1 + json-simple)\n"
+    )
+    return _build_jar(AGENT_SRC_DIR, agent_build_dir() / AGENT_JAR_NAME, manifest, deps, force)
+
+
+BALLAST_SRC_DIR = Path(__file__).resolve().parent / "gc_ballast"
+BALLAST_MAIN_CLASS = "brokerscope.ballast.GcBallast"
+
+
+def build_ballast(force: bool = False) -> Path:
+    """Build (if needed) and return the GC ballast agent jar (``infra/gc_ballast``): ``-javaagent:<jar>=mb=N``
+    gives a JVM a live set of N MiB of small, randomly linked objects (see GcBallast.java)."""
+    manifest = (
+        "Manifest-Version: 1.0\n"
+        f"Premain-Class: {BALLAST_MAIN_CLASS}\n"
+        f"Main-Class: {BALLAST_MAIN_CLASS}\n"
+    )
+    return _build_jar(BALLAST_SRC_DIR, agent_build_dir() / "brokerscope-gc-ballast.jar", manifest, [], force)
+
+
+def ballast_jvm_arg(mb: int) -> str:
+    return f"-javaagent:{build_ballast()}=mb={int(mb)}"
+
+
+def _build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence[Path], force: bool) -> Path:
+    """javac the ``*.java`` of ``src_dir`` against ``deps``, bundle the deps' classes, jar with the manifest.
+
+    Rebuilt only when missing or older than a source or dependency; concurrent callers wait on a file lock.
+    """
+    out_dir = jar_path.parent
+    sources = sorted(src_dir.glob("*.java"))
+    if not sources:
+        raise LabError(f"no Java sources in {src_dir}")
 
     def up_to_date() -> bool:
         if force or not jar_path.exists():
@@ -172,38 +213,21 @@ def build_agent(force: bool = False) -> Path:
     with _file_lock(out_dir / ".build.lock"):
         if up_to_date():  # somebody else built it while we waited
             return jar_path
-        tmp = Path(tempfile.mkdtemp(prefix="agent-", dir=out_dir))
+        tmp = Path(tempfile.mkdtemp(prefix="jar-", dir=out_dir))
         try:
             classes = tmp / "classes"
             classes.mkdir()
-            cp = os.pathsep.join(str(d) for d in deps)
-            cmd = [
-                java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn",
-                "-cp", cp, "-d", str(classes), *map(str, sources),
-            ]
-            res = subprocess.run(cmd, capture_output=True, text=True)
+            cmd = [java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn", "-d", str(classes)]
+            if deps:
+                cmd += ["-cp", os.pathsep.join(str(d) for d in deps)]
+            res = subprocess.run([*cmd, *map(str, sources)], capture_output=True, text=True)
             if res.returncode != 0:
                 raise LabError(f"javac failed ({res.returncode}):\n{res.stdout}{res.stderr}")
             for dep in deps:
-                with zipfile.ZipFile(dep) as zf:
-                    for info in zf.infolist():
-                        if _skip_bundled_entry(info.filename):
-                            continue
-                        target = classes / info.filename
-                        if target.exists():
-                            raise LabError(f"bundling conflict: {info.filename} from {dep}")
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_bytes(zf.read(info))
+                _unpack_into(dep, classes)
             manifest = tmp / "MANIFEST.MF"
-            manifest.write_text(
-                "Manifest-Version: 1.0\n"
-                f"Premain-Class: {AGENT_MAIN_CLASS}\n"
-                f"Agent-Class: {AGENT_MAIN_CLASS}\n"
-                f"Main-Class: {AGENT_MAIN_CLASS}\n"
-                "Implementation-Title: brokerscope read-only Jolokia agent (bundles Debian jolokia-core"
-                " 1.7.1 + json-simple)\n"
-            )
-            tmp_jar = tmp / AGENT_JAR_NAME
+            manifest.write_text(manifest_text)
+            tmp_jar = tmp / jar_path.name
             res = subprocess.run(
                 [java_tool("jar"), "--create", "--file", str(tmp_jar), "--manifest", str(manifest),
                  "-C", str(classes), "."],
@@ -215,6 +239,18 @@ def build_agent(force: bool = False) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return jar_path
+
+
+def _unpack_into(dep: Path, classes: Path) -> None:
+    with zipfile.ZipFile(dep) as zf:
+        for info in zf.infolist():
+            if _skip_bundled_entry(info.filename):
+                continue
+            target = classes / info.filename
+            if target.exists():
+                raise LabError(f"bundling conflict: {info.filename} from {dep}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
 
 
 def agent_jvm_arg(
@@ -442,8 +478,11 @@ class BrokerProcess:
         return d
 
 
-def _render(template: str, values: dict[str, str]) -> str:
+def _render(template: str, values: dict[str, str], raw: dict[str, str] | None = None) -> str:
+    """Fill ``@@KEY@@`` placeholders: ``values`` XML-escaped, ``raw`` (rendered fragments) as they are."""
     text = (TEMPLATE_DIR / template).read_text()
+    for key, val in (raw or {}).items():
+        text = text.replace(f"@@{key}@@", val)
     for key, val in values.items():
         text = text.replace(f"@@{key}@@", _xml_escape(val, {'"': "&quot;"}))
     left = re.findall(r"@@[A-Z0-9_]+@@", text)
@@ -492,7 +531,15 @@ class ActiveMQPair:
         java: str | None = None,
         extra_jvm_args: Sequence[str] = (),
         stop_grace: float = 15.0,
+        store: Store = "shared-kahadb",
+        jdbc_urls: dict[str, str] | None = None,
+        lock_keep_alive_ms: int = 500,
+        gc_flags: Sequence[str] = ("-XX:+UseG1GC",),
     ) -> None:
+        if store not in STORES:
+            raise ValueError(f"store must be one of {STORES}, not {store!r}")
+        if store == "jdbc-lease" and set(jdbc_urls or {}) != set(names):
+            raise ValueError(f"store jdbc-lease needs jdbc_urls for {list(names)} (each broker's path to PostgreSQL)")
         if len(names) != 2 or len(set(names)) != 2:
             raise ValueError("names must be two distinct broker names")
         if len(jolokia_ports) != 2 or len(openwire_ports) != 2:
@@ -509,6 +556,10 @@ class ActiveMQPair:
         self.extra_jvm_args = tuple(extra_jvm_args)
         self.stop_grace = stop_grace
         self.kahadb_dir = self.workdir / "shared" / "kahadb"
+        self.store: Store = store
+        self.jdbc_urls = dict(jdbc_urls or {})
+        self.lock_keep_alive_ms = int(lock_keep_alive_ms)
+        self.gc_flags = tuple(gc_flags)
         self._jolokia_ports = dict(zip(self.names, (int(p) for p in jolokia_ports)))
         self._openwire_ports = {n: (int(p) or free_port()) for n, p in zip(self.names, openwire_ports)}
         self._stomp_ports = {n: (int(p) or free_port()) for n, p in zip(self.names, stomp_ports)}
@@ -560,15 +611,24 @@ class ActiveMQPair:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def second_role(self) -> Role:
+        """What the second broker becomes: slave on a shared store, master on a store of its own."""
+        return "master" if self.store == "separate-kahadb" else "slave"
+
+    def store_dir(self, name: str) -> Path:
+        """The KahaDB directory of ``name`` (the shared one unless each broker has its own)."""
+        return self.workdir / name / "kahadb" if self.store == "separate-kahadb" else self.kahadb_dir
+
     def start(self, timeout: float = 60) -> None:
-        """Start the first broker, wait until master; start the second, wait until it is a slave."""
+        """Start the first broker, wait until master; start the second, wait for :attr:`second_role`."""
         first, second = self.names
         deadline = time.monotonic() + timeout
         try:
             self.start_broker(first, timeout=timeout)
             self.wait_for_role(first, "master", max(1.0, deadline - time.monotonic()))
             self.start_broker(second, timeout=max(1.0, deadline - time.monotonic()))
-            self.wait_for_role(second, "slave", max(1.0, deadline - time.monotonic()))
+            self.wait_for_role(second, self.second_role, max(1.0, deadline - time.monotonic()))
         except BaseException:
             self.stop()
             raise
@@ -590,7 +650,7 @@ class ActiveMQPair:
         bdir = self.workdir / name
         conf = bdir / "conf"
         data = bdir / "data"
-        for d in (conf, data, self.kahadb_dir):
+        for d in (conf, data):
             d.mkdir(parents=True, exist_ok=True)
         port_file = bdir / "jolokia.port"
         port_file.unlink(missing_ok=True)
@@ -605,11 +665,10 @@ class ActiveMQPair:
                 {
                     "BROKER_NAME": name,
                     "DATA_DIR": str(data),
-                    "KAHADB_DIR": str(self.kahadb_dir),
-                    "LOCK_ACQUIRE_SLEEP_MS": str(self.lock_acquire_sleep_ms),
                     "OPENWIRE_PORT": str(openwire_port),
                     "STOMP_PORT": str(self._stomp_ports[name]),
                 },
+                raw=self._store_fragments(name),
             )
         )
         (conf / "log4j.xml").write_text(
@@ -629,7 +688,7 @@ class ActiveMQPair:
             self.java,
             f"-Xms{self.heap}",
             f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
+            *self.gc_flags,
             f"-Xlog:gc*,safepoint:file={gc_log}:time,uptime,level,tags:filecount=5,filesize=10m",
             "-Duser.timezone=UTC",
             "-Dsun.net.httpserver.nodelay=true",
@@ -782,6 +841,31 @@ class ActiveMQPair:
         return self._wait_until(name, lambda r: r == role, timeout, f"to become {role}")
 
     # ---------------------------------------------------------------- internals
+
+    def _store_fragments(self, name: str) -> dict[str, str]:
+        """The persistence adapter (and beans) of ``name``'s activemq.xml, rendered; prepares its store."""
+        if self.store == "jdbc-lease":
+            self._link_jdbc_driver(name)
+            values = {"BROKER_NAME": name, "LOCK_ACQUIRE_SLEEP_MS": str(self.lock_acquire_sleep_ms),
+                      "LOCK_KEEP_ALIVE_MS": str(self.lock_keep_alive_ms), "JDBC_URL": self.jdbc_urls[name],
+                      "JDBC_CONNECT_TIMEOUT_S": "60"}
+            return {"PERSISTENCE_ADAPTER": _render("persistence-jdbc-lease.xml", values),
+                    "EXTRA_BEANS": _render("beans-jdbc-lease.xml", values)}
+        kahadb = self.store_dir(name)
+        kahadb.mkdir(parents=True, exist_ok=True)
+        values = {"KAHADB_DIR": str(kahadb), "LOCK_ACQUIRE_SLEEP_MS": str(self.lock_acquire_sleep_ms)}
+        return {"PERSISTENCE_ADAPTER": _render("persistence-kahadb.xml", values), "EXTRA_BEANS": ""}
+
+    def _link_jdbc_driver(self, name: str) -> None:
+        """ActiveMQ's launcher adds ``<activemq.base>/lib/*.jar`` to the broker's class path."""
+        if not POSTGRESQL_JAR.exists():
+            raise LabError(f"PostgreSQL JDBC driver {POSTGRESQL_JAR} missing: apt-get install "
+                           "libpostgresql-jdbc-java (or set BROKERSCOPE_PG_JDBC_JAR)")
+        lib = self.workdir / name / "lib"
+        lib.mkdir(parents=True, exist_ok=True)
+        link = lib / POSTGRESQL_JAR.name
+        if not link.exists():
+            link.symlink_to(POSTGRESQL_JAR)
 
     def _wait_until(self, name: str, pred: Any, timeout: float, what: str) -> float:
         deadline = time.monotonic() + timeout

@@ -10,7 +10,7 @@
 #    when something is missing)
 # 2. make sure the Debian activemq service is stopped and disabled (the lab starts its own JVMs; a
 #    system broker would hold 61616/8161)
-# 3. pip install -e '.[test]' when brokerscope/pyspark/deltalake are not importable
+# 3. pip install -e '.[test]' when this checkout's package or a test dependency is not importable
 # 4. build the read-only Jolokia agent jar (infra.lab.build_agent)
 # Fast no-op when everything is in place.
 set -euo pipefail
@@ -74,7 +74,7 @@ fi
 # ---------------------------------------------------------------- 3. Python package
 cd "$REPO_ROOT"
 # Installed (editable) from THIS checkout? Ask from / so the current directory cannot answer for it.
-installed_at="$(cd / && "$PYTHON" -c 'import os, brokerscope, pyspark, deltalake; print(os.path.dirname(os.path.dirname(os.path.abspath(brokerscope.__file__))))' 2>/dev/null || true)"
+installed_at="$(cd / && "$PYTHON" -c 'import os, brokerscope, pyspark, deltalake, pytest, hypothesis, jsonschema, cryptography, selenium; print(os.path.dirname(os.path.dirname(os.path.abspath(brokerscope.__file__))))' 2>/dev/null || true)"
 if [ "$installed_at" = "$REPO_ROOT" ] && command -v brokerscope >/dev/null 2>&1; then
     say "python package installed from this checkout ($("$PYTHON" --version 2>&1))"
 else

@@ -16,6 +16,8 @@ the interpreter at exit ("terminate called without an active exception", delta-r
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -58,6 +60,27 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     text = re.split(r"\n\s+0: ", text, maxsplit=1)[0].strip()
     return text if len(text) <= 1000 else text[:1000] + " …"
+
+
+_STORAGE_ERRORS = (  # checked before any other diagnosis: the OS error is the cause
+    ("the disk is full", ("no space left on device", "os error 28", "disk quota exceeded", "os error 122")),
+    ("the storage is read-only", ("read-only file system", "os error 30")),
+    ("permission denied", ("permission denied", "os error 13", "access denied", "accessdenied")),
+)
+_STORAGE_ADVICE = {
+    "the disk is full": "free space on the filesystem that holds it (`df -h`), or move the lakehouse",
+    "the storage is read-only": "remount it read-write, or point `lakehouse:` at writable storage",
+    "permission denied": "make it writable (and readable) by the user running brokerscope, or fix the "
+                         "storage credentials",
+}
+
+
+def _storage_failure(low_msg: str) -> str | None:
+    """'the disk is full' / 'the storage is read-only' / 'permission denied', or None."""
+    for what, phrases in _STORAGE_ERRORS:
+        if any(p in low_msg for p in phrases):
+            return what
+    return None
 
 
 def sql_literal(value: Any) -> str:
@@ -301,10 +324,33 @@ class Lakehouse:
         delta-rs scan), anti-join in Arrow, plain append — 1.2–2× faster than delta-rs MERGE
         (`when_not_matched_insert_all`), which plans and runs a full DataFusion join.
         Restricting to touched partitions is exact because every contract's partition column is
-        derived from its key (obs_date from the observation's ts). Not atomic against a concurrent
-        `append_new` of the same keys: run one ingest per table at a time (collectors do);
-        `strategy="merge"` gives the transactional variant."""
-        return self._append_new(name, data, strategy="antijoin")
+        derived from its key (obs_date from the observation's ts). On a local lakehouse, concurrent
+        `append_new` calls on one table (two processes replaying the same recording, a collector and
+        a replay) are serialized by a lock file under ``<root>/_state/locks``, so the key check and
+        the append are atomic; on remote storage they are not: run one ingest per table at a time,
+        or use `strategy="merge"`, the transactional variant."""
+        with self._ingest_lock(name):
+            return self._append_new(name, data, strategy="antijoin")
+
+    @contextlib.contextmanager
+    def _ingest_lock(self, name: str):
+        """An exclusive lock per table across processes on this host (local lakehouses only)."""
+        if not self.is_local:
+            yield
+            return
+        folder = os.path.join(self.root, "_state", "locks")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fh = open(os.path.join(folder, f"{name}.lock"), "a+")
+        except OSError:  # a read-only or full lakehouse: the write itself will explain
+            yield
+            return
+        with fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def _append_new(self, name: str, data, strategy: str = "antijoin") -> int:
         c = contract(name)
@@ -478,6 +524,13 @@ class Lakehouse:
                 name, path, f"the predicate {predicate!r} is invalid: {msg}",
                 "write a SQL predicate (DataFusion dialect) over the contract's columns, with "
                 "literals of the column's type, e.g. obs_date = '2024-05-01' AND instance = 'a1'")
+        storage = _storage_failure(low)
+        if storage:
+            return LakehouseError(
+                name, path, f"could not {what} it: {storage} ({msg})",
+                f"{_STORAGE_ADVICE[storage]}; the table itself is intact (a failed write commits nothing) "
+                "and a running collector keeps its rows buffered and retries",
+            )
         missing = re.search(r"(?:Object at location|File|file) (\S+?)[: ]+(?:not found|does not exist)", msg) or \
             re.search(r"FileNotFound\w*: (?:File )?(\S+)", msg) or \
             re.search(r"for file (\S+?): Object Store error.*not found", msg)
@@ -490,6 +543,28 @@ class Lakehouse:
                 "restore the file from a backup if you have one; otherwise drop it from the log "
                 f"with `deltalake.DeltaTable({path!r}).repair()` (FSCK: its rows are lost) and "
                 f"rebuild what it held — {_DATA_CHANGE_HINT}",
+            )
+        if "contiguous commit" in low or "found gap" in low or "missing version" in low:
+            gap = self._missing_commits(path)
+            where = f"commit file(s) {', '.join(f'_delta_log/{v:020d}.json' for v in gap)}" if gap else "a commit file"
+            return LakehouseError(
+                name, path, f"the transaction log has a gap: {where} is missing ({msg[:300]})",
+                "restore the missing commit file(s) from a backup; without them the versions after the gap "
+                f"cannot be read. If there is no backup, move the folder away (`mv {path} {path}.broken`) "
+                f"and rebuild the table — {_DATA_CHANGE_HINT}",
+            )
+        damaged = re.search(r"for file (\S+?): ", msg)
+        if ".parquet" in low and ("parquet error" in low or "invalid" in low or "eof" in low or "magic" in low):
+            f = damaged.group(1) if damaged else "(see cause)"
+            if self.is_local and damaged and not f.startswith("/"):
+                f = "/" + f  # delta-rs prints local paths without their leading slash
+            return LakehouseError(
+                name, path,
+                f"could not {what} it: data file {f} is damaged (truncated or overwritten; {msg[:300]})",
+                f"restore the file from a backup if you have one; otherwise move it away (`mv {f} /tmp/`), "
+                f"then drop it from the log with `deltalake.DeltaTable({path!r}).repair()` (FSCK: its rows "
+                f"are lost) and rebuild what it held — {_DATA_CHANGE_HINT}. Until then writes are refused, so "
+                "nothing more is lost",
             )
         if any(s in low for s in ("json error", "invalid json", "expected value", "parse", "eof while", "unexpected")) \
                 and "sql" not in low and "predicate" not in low:
@@ -524,6 +599,18 @@ class Lakehouse:
             "check that the path, permissions and storage options are right; inspect the table "
             f"with `deltalake.DeltaTable({path!r}).history()`",
         )
+
+    def _missing_commits(self, path: str) -> list[int]:
+        """Versions missing between the first and the last commit file (local tables)."""
+        if not self.is_local:
+            return []
+        try:
+            versions = sorted(int(f[:20]) for f in os.listdir(os.path.join(path, "_delta_log"))
+                              if re.fullmatch(r"\d{20}\.json", f))
+        except OSError:
+            return []
+        present = set(versions)
+        return [v for v in range(versions[0], versions[-1]) if v not in present][:10] if versions else []
 
     def _find_bad_commit(self, path: str) -> tuple[str | None, int | None]:
         """(file name of the first unparsable commit, last readable version) — local tables."""

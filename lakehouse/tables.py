@@ -952,12 +952,16 @@ RISK_FINDINGS = TableContract(
         "HA risk states: conditions in which the next fault loses data or availability, one row per "
         "occurrence (rules: lakehouse/jobs/risk.py). `unprotected-live` (an active instance without a "
         "synchronized backup for longer than the grace period — never from one sample: `ReplicaSync` "
-        "reads false during every failover by design), `stale-backup` (a backup whose state stopped "
-        "moving or that stopped answering while the live serves), `quorum-too-small` (vote-based "
+        "reads false during every failover by design), `stale-backup` (an Artemis backup whose "
+        "ActivationSequence is behind its live's: it cannot take over; a backup that stopped answering "
+        "leaves its live `unprotected-live`), `quorum-too-small` (vote-based "
         "quorum with fewer than 3 live/backup pairs), `quorum-lost-pair` (a pair lost; the rest cannot "
         "form a majority), `check-for-live-server-off` (a restarted live activated while another "
         "instance of its group was active), `shutdown-on-failure-off` (ActiveMQ pair with both "
-        "`shutdownOnMasterFailure` and `shutdownOnSlaveFailure` false, from the target config). " + _BOUNDS_DOC
+        "`shutdownOnMasterFailure` and `shutdownOnSlaveFailure` false, from the target config), "
+        "`failover-duration` (a failover whose length was decided by configuration: ActiveMQ lock retry "
+        "or lease, Artemis connection-ttl far above ZooKeeper session-ms; with the advice). Recomputed "
+        "whole on every run. " + _BOUNDS_DOC
     ),
     columns=(
         _c("finding_id", pa.string(), "stable id: hash of code, group, instance and start", False),
@@ -987,7 +991,7 @@ FINDING_CAUSES = TableContract(
         "(zk_findings) on the instance that lost its role, or on its ensemble, shortly before a "
         "failover (failover_events) or during a split-brain window (split_brain_windows). One row "
         "per (effect, cause) pair; `lead_s` is how long before the effect the cause began. Rules: "
-        "lakehouse/jobs/causes.py."
+        "lakehouse/jobs/causes.py. Recomputed from the gold tables on every run."
     ),
     columns=(
         _c("cause_id", pa.string(), "stable id: hash of effect and cause ids", False),
@@ -1015,7 +1019,9 @@ INCIDENTS = TableContract(
         "Findings of one cluster close in time grouped into one incident, with severity, a "
         "plain-words narrative and advice. `incident_id` is stable across reruns (and between "
         "incremental and `--full` runs): a hash of the cluster and the id of the incident's first "
-        "finding. The evidence rows are in incident_evidence. Rules: lakehouse/jobs/incidents.py."
+        "finding. Split brain and outages (ZooKeeper quorum lost, no Kafka controller, offline "
+        "partitions) are critical. The evidence rows are in incident_evidence. Rules: "
+        "lakehouse/jobs/incidents.py. Recomputed from the gold findings on every run."
     ),
     columns=(
         _c("incident_id", pa.string(), "stable id", False),
@@ -1062,6 +1068,70 @@ INCIDENT_EVIDENCE = TableContract(
     written_by="lakehouse.jobs.incidents (brokerscope analyze)",
 )
 
+# --- alerts (issue P6): alert state transitions and the notification log ----------------------------
+
+ALERT_HISTORY = TableContract(
+    name="alert_history",
+    layer="gold",
+    doc=(
+        "Alert state, one row per status change of an alert (Alertmanager keeps no history): "
+        "`firing` when a rule starts matching, `resolved` when it stops. An alert is its label "
+        "set; `fingerprint` identifies it. The latest row per fingerprint is the alert's state; "
+        "after a restart the alerter reloads it from here, so everything notified firing is "
+        "still resolved. Written before any notification about the change is sent. Rules: "
+        "alerts/rules.py; pipeline: alerts/pipeline.py."
+    ),
+    columns=(
+        _c("fingerprint", pa.string(), "alert identity: hash of the sorted label set (16 hex digits)", False),
+        _c("alertname", pa.string(), "the rule (label alertname)", False),
+        _c("severity", pa.string(), "critical | error | warning | info (label severity)"),
+        _c("cluster", pa.string(), "label cluster (HA group or ensemble)"),
+        _c("status", pa.string(), "firing | resolved: the state from changed_at on", False),
+        _c("starts_at", TS, "when the condition began (from the finding where known, else first evaluation)", False),
+        _c("ends_at", TS, "resolved: when it ended; null while firing"),
+        _c("changed_at", TS, "evaluation time of the change", False),
+        _c("labels_json", pa.string(), "all labels, JSON object (sorted keys)", False),
+        _c("annotations_json", pa.string(), "annotations at the change (summary, narrative, runbook, dashboard), JSON object", False),
+        _c("source", pa.string(), "where the evidence came from: table name(s), or `live` for broker_state passed in by the service"),
+    ),
+    keys=("fingerprint", "starts_at", "status"),
+    written_by="alerts.pipeline (brokerscope run / alerts evaluate)",
+)
+
+ALERT_NOTIFICATIONS = TableContract(
+    name="alert_notifications",
+    layer="gold",
+    doc=(
+        "The notification log (Alertmanager's nflog, persisted): one row per delivery attempt of a "
+        "notification to a receiver, with the firing and resolved fingerprint sets it carried. The "
+        "latest `sent` row per (receiver, group_key) is what the dedup stage compares with. "
+        "`notification_id` is the idempotency key, also sent as the `X-Brokerscope-Notification-Id` "
+        "header: a notification re-sent after a crash in the in-flight window (between the "
+        "receiver accepting it and its `sent` row landing) carries the same id. No secret is ever "
+        "written here."
+    ),
+    columns=(
+        _c("notification_id", pa.string(), "idempotency key: hash of receiver, group_key, seq and the two sets", False),
+        _c("receiver", pa.string(), "receiver name from the config", False),
+        _c("receiver_type", pa.string(), "webhook | pagerduty | alertmanager", False),
+        _c("group_key", pa.string(), "aggregation group, Alertmanager style: {}:{label=\"value\", …}", False),
+        _c("seq", pa.int64(), "number of this notification in its (receiver, group_key): 1, 2, …", False),
+        _c("status", pa.string(), "firing (some alert firing) | resolved (all resolved)", False),
+        _c("reason", pa.string(), "why it was sent: first notification | new alerts added | some alerts resolved | all alerts resolved | repeat interval elapsed", False),
+        _c("firing_fingerprints", pa.list_(pa.string()), "alerts sent as firing (sorted)", False),
+        _c("resolved_fingerprints", pa.list_(pa.string()), "alerts sent as resolved (sorted)", False),
+        _c("attempt", pa.int32(), "delivery attempt of this notification (1, 2, … across ticks)", False),
+        _c("outcome", pa.string(), "sending (about to send) | sent | failed (retriable) | rejected (the receiver refused it: 4xx)", False),
+        _c("error", pa.string(), "why it failed (no secrets)"),
+        _c("http_status", pa.int32(), "the receiver's HTTP status, when it answered"),
+        _c("sent_at", TS, "flush time: the evaluation time of the tick that made the attempt (group_interval and repeat_interval count from it)", False),
+        _c("elapsed_ms", pa.float64(), "duration of the attempt"),
+    ),
+    keys=("notification_id", "attempt", "outcome"),
+    written_by="alerts.pipeline (brokerscope run / alerts evaluate)",
+)
+
+
 TABLES: dict[str, TableContract] = {
     t.name: t
     for t in (
@@ -1091,6 +1161,8 @@ TABLES: dict[str, TableContract] = {
         FINDING_CAUSES,
         INCIDENTS,
         INCIDENT_EVIDENCE,
+        ALERT_HISTORY,
+        ALERT_NOTIFICATIONS,
     )
 }
 

@@ -40,7 +40,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tests.gc_expected import locate_corpus
 from collectors.gc import COLLECTORS, KNOWN_FLAGS, GcEvent, GcLogParser, iter_events, open_log  # noqa: E402
-from collectors.gc._common import parse_datestamp  # noqa: E402
+from collectors.gc._common import EVENT, parse_datestamp  # noqa: E402
 
 
 def _fuzz(n: int):
@@ -454,3 +454,66 @@ def test_truncation_at_every_position(before, line, after):
     for k in range(len(line) + 1):
         check(before + [line[:k]] + after)
         check(before + [line[:k]])  # the cut line last (a log being written)
+
+
+# ------------------------------------------------------------------------------------------------
+# equivalence of the parser's shortcuts with the general path they stand for
+# ------------------------------------------------------------------------------------------------
+
+
+class _AlwaysAskUnified(GcLogParser):
+    """The parser without the '[' shortcut of GcLogParser.feed: every line that may be unified
+    goes to the unified handler (as before the shortcut)."""
+
+    def _may_be_decorated(self, line: str) -> bool:
+        return True
+
+
+def _parse_stats(parser: GcLogParser, lines: list[str]) -> tuple[list[dict], tuple]:
+    events = [e.to_dict() for n, line in enumerate(lines, 1) for e in parser.feed(line, n)]
+    events += [e.to_dict() for e in parser.finish()]
+    s = parser.stats
+    return events, (s.lines_total, s.lines_event, s.lines_ignored, s.lines_unknown, s.events,
+                    s.incomplete_events, s.unknown_sample, s.formats, s.span_s)
+
+
+_BRACKET_LINES = st.builds(
+    lambda c, rest: "[" + c + rest + "\n",
+    st.sampled_from(list("GFTEPOCabz09²٣[ ]")) | st.characters(),
+    st.text(max_size=40),
+)
+
+
+@_fuzz(600)
+@given(st.one_of(mutated_excerpts(), shuffled_decorators(), st.lists(_BRACKET_LINES, max_size=12)),
+       st.booleans())
+def test_bracket_shortcut_is_equivalent(lines, keep_raw):
+    """Lines starting with '[' that skip the unified handler before unified mode (legacy G1
+    detail lines, '[GC ...' records) give the same events and statistics as when the handler
+    is asked."""
+    assert _parse_stats(GcLogParser(keep_raw=keep_raw), lines) == _parse_stats(
+        _AlwaysAskUnified(keep_raw=keep_raw), lines)
+
+
+def _handler_state(h) -> dict:
+    """A copy of the unified handler's state (but the match of the last line, which is new)."""
+    return {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+            for k, v in vars(h).items() if k != "last_m"}
+
+
+@_fuzz(300)
+@given(st.integers(0, 10**30), st.text(max_size=30))
+def test_indented_unified_lines_are_what_gc_line_makes_of_them(gc_id, tail):
+    """UnifiedHandler.handle answers an indented 'GC(n)   ...' detail line itself: EVENT and
+    no state change, as _gc_line does for a message that starts with a space."""
+    p = GcLogParser()
+    for n, line in enumerate(BUILTIN[0][:3], 1):
+        p.feed(line, n)
+    h = p._unified
+    rest = "  " + tail.replace("\n", " ")
+    before = _handler_state(h)
+    assert h._gc_line(gc_id, rest, None, h.layout, 9, [], rest) == EVENT
+    line = f"[2026-11-21T22:38:28.168+0000][0.174s][info][gc,phases   ] GC({gc_id}) {rest}\n"
+    out: list = []
+    assert h.handle(line, 10, out) == EVENT and out == []
+    assert _handler_state(h) == before

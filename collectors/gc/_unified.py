@@ -441,6 +441,10 @@ class UnifiedHandler:
             if j < 0 or not msg[3:j].isdecimal():  # (isdigit() would accept '²')
                 return UNKNOWN
             self.o.unified_mode = True
+            if msg[j + 2: j + 3] == " ":
+                # indented detail line (phase timings, worker statistics: most lines of a
+                # detailed log): what _gc_line returns for it, without building its arguments
+                return EVENT
             rest = msg[j + 2:]
             if rest[-1:] == "\n":
                 rest = rest.rstrip("\r\n")

@@ -102,7 +102,8 @@ class GcLogParser:
         # unified messages ('GC(', 'Using ', 'Initializing ', 'Safepoint "', 'Allocation
         # Stall ('): skip the call for those, i.e. for almost every line of a legacy log.
         if legacy.rec is None and not legacy.heap_block and (
-            self.unified_mode or line[:1] in _UNIFIED_FIRST or self._unified.foreign_block
+            self.unified_mode or self._unified.foreign_block
+            or (line[:1] in _UNIFIED_FIRST and (line[:1] != "[" or self._may_be_decorated(line)))
         ):
             code = self._unified.handle(line, line_no, out)
             if code:
@@ -132,6 +133,16 @@ class GcLogParser:
         if out:
             stats.events += len(out)
         return out
+
+    def _may_be_decorated(self, line: str) -> bool:
+        """False for a line starting with '[' that the unified handler would return 0 for,
+        without side effects, before unified mode: no decorator layout is known yet and no
+        decorator starts with what follows the '[' (legacy '[GC ...', '[Times: ...', G1
+        '[Ext Root Scanning ...' detail lines at column 0: saves a call per such line)."""
+        if self._unified.layout is not None:
+            return True
+        c = line[1:2]
+        return c.isdigit() or "a" <= c <= "z"
 
     def flush(self) -> list[GcEvent]:
         """Return the events that are complete but held back waiting for optional trailing

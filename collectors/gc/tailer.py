@@ -91,6 +91,14 @@ def read_lines(fh: IO[bytes], offset: int, max_line: int, budget: int = READ_BUD
         head = fh.readline(max_line + 1)
         if not head:
             break
+        if head[:1] == b"\0":
+            hole = _hole_before_text(fh, pos, max_line)
+            if hole:  # the text after a copytruncate hole is a line of its own: keep it
+                out.append(hole)
+                pos += hole.length
+                fh.seek(pos)
+                continue
+            fh.seek(pos + len(head))
         length = len(head)
         ended = head.endswith(b"\n")
         while not ended and length > max_line:  # overlong: skip to its newline without keeping it
@@ -104,6 +112,27 @@ def read_lines(fh: IO[bytes], offset: int, max_line: int, budget: int = READ_BUD
         out.append(classify(head[:-1] if head.endswith(b"\n") else head, pos, length, max_line))
         pos += length
     return out
+
+
+def _hole_before_text(fh: IO[bytes], pos: int, max_line: int) -> Line | None:
+    """A run of NUL bytes at `pos` followed by a complete text line: the hole a writer leaves when
+    the file is truncated under it (logrotate copytruncate) and it writes on at its old offset.
+    Returns the hole as a rejected Line, or None when what follows is not a complete text line."""
+    fh.seek(pos)
+    n = 0
+    while True:
+        chunk = fh.read(1 << 16)
+        run = len(chunk) - len(chunk.lstrip(b"\0"))
+        n += run
+        if run < len(chunk) or not chunk:
+            break
+    fh.seek(pos + n)
+    rest = fh.readline(max_line + 1)
+    if not rest.endswith(b"\n") or classify(rest[:-1], pos + n, len(rest), max_line).error:
+        return None
+    return Line(pos, n, _preview(b"\0" * min(n, 120)),
+                f"binary: a hole of {n} NUL bytes (the file was truncated under a writer that kept its "
+                "offset, e.g. logrotate copytruncate); skipped, the line after it is read", "binary")
 
 
 def head_fingerprint(fh: IO[bytes]) -> str | None:

@@ -31,6 +31,8 @@ from collectors.zookeeper.wire import (
     endpoint_of, four_letter_word, not_serving, whitelist_refusal,
 )
 
+from collectors.scraper import BronzeBuffer, flush_periodically
+
 if TYPE_CHECKING:
     from collectors.scraper import Collector
 
@@ -97,7 +99,7 @@ class ZkCollector:
         self.config = parent.config
         self.ensembles = ensembles(targets)
         self._mntr_refused: set[str] = set()  # servers whose 4lw whitelist lacks mntr
-        self._pending: list[dict] = []
+        self._pending = BronzeBuffer(parent.lakehouse, BRONZE_TABLE)
         # kazoo logs every refused reconnect at WARNING; the failures land as error observations
         logging.getLogger("kazoo.client").setLevel(logging.ERROR)
 
@@ -230,20 +232,12 @@ class ZkCollector:
                 self.parent.on_observation(env)
 
     async def _flush_loop(self, done: asyncio.Event) -> None:
-        while not done.is_set():
-            try:
-                await asyncio.wait_for(done.wait(), timeout=self.config.flush_interval)
-            except asyncio.TimeoutError:
-                pass
-            if self._pending:
-                await asyncio.to_thread(self.flush)
+        await flush_periodically(self.flush, done, self.config.flush_interval, self.parent.stats)
 
     def flush(self) -> int:
-        batch, self._pending = self._pending, []
-        if not batch:
-            return 0
-        n = self.parent.lakehouse.append_new(BRONZE_TABLE, batch)
-        self.parent.stats.bronze_rows += n
-        self.parent.stats.flushes += 1
-        return n
+        n = self._pending.flush()
+        if n >= 0:
+            self.parent.stats.bronze_rows += n
+            self.parent.stats.flushes += 1
+        return max(n, 0)
 

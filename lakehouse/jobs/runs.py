@@ -85,17 +85,15 @@ def fmt_ts(ts) -> str:
 
 def contract_frame(rows: list[dict] | pd.DataFrame, c: TableContract) -> pd.DataFrame:
     """Finding rows as a pandas frame Arrow hands to Spark as the contract's types: spine's
-    timestamps; integers, booleans and strings as Python objects with None for null (a count
-    computed in float, a missing flag or text: pandas' nullable dtypes and all-NaN columns do not
-    survive applyInPandas' Arrow path)."""
+    timestamps and strings; integers and booleans as Python objects with None for null (a count
+    computed in float, a missing flag: pandas' nullable dtypes do not survive applyInPandas'
+    Arrow path)."""
     df = typed_frame(rows, c)
     for col in c.columns:
         if pa.types.is_integer(col.type):
             df[col.name] = _objects(df[col.name], lambda v: int(round(v)))
         elif pa.types.is_boolean(col.type):
             df[col.name] = _objects(df[col.name], bool)
-        elif pa.types.is_string(col.type):  # an all-null column would be float NaN
-            df[col.name] = _objects(df[col.name], str)
         elif pa.types.is_floating(col.type):
             df[col.name] = pd.to_numeric(df[col.name], errors="coerce").astype("float64")
     return df

@@ -156,11 +156,15 @@ def nonexclusive_kinds() -> list[str]:
 
 def typed_frame(rows: list[dict], c) -> pd.DataFrame:
     """A pandas frame with the contract's columns; timestamp columns as naive-UTC datetime64 so
-    Arrow hands them to Spark unambiguously (the session time zone is UTC)."""
+    Arrow hands them to Spark unambiguously (the session time zone is UTC); string columns as
+    objects with None for null (pandas makes a column nobody set float NaN, which Arrow cannot
+    turn into a string)."""
     df = pd.DataFrame(rows, columns=c.column_names)
     for col in c.columns:
         if pa.types.is_timestamp(col.type):
             df[col.name] = pd.to_datetime(df[col.name], utc=True).dt.tz_localize(None)
+        elif pa.types.is_string(col.type):
+            df[col.name] = df[col.name].astype(object).where(df[col.name].notna(), None)
     return df
 
 

@@ -50,10 +50,12 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.jobs import runs as runs_module
 from lakehouse.jobs.runs import (
     NAT, contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs, utc_ns,
 )
-from lakehouse.jobs.spine import nonexclusive_kinds
+from lakehouse.jobs.spine import appended_since, nonexclusive_kinds, pinned_read
+from lakehouse.jobs.watermark import Watermark, fingerprint
 from lakehouse.tables import STUCK_MESSAGES
 
 DEAD_LETTER_NAMES = frozenset({"DLQ", "ExpiryQueue", "ActiveMQ.DLQ"})  # the brokers' default names
@@ -376,11 +378,124 @@ def stuck_messages(dest: DataFrame, state: DataFrame, failovers: pd.DataFrame, *
     )
 
 
-def run_stuck(slh, rules, progress=None) -> dict[str, int]:
-    """`rules`: the config's `analysis.stuck` section (threshold, forward_delays)."""
-    (progress or (lambda m: None))("gold stuck_messages")
+STUCK_JOB = "stuck"
+
+
+def run_stuck(slh, rules, progress=None, full: bool = False) -> dict[str, int]:
+    """`rules`: the config's `analysis.stuck` section (threshold, forward_delays). Incremental from
+    the job's watermark (broker_state's version) unless `full`; both give the same table."""
+    say = progress or (lambda m: None)
+    fp = fingerprint(STUCK_JOB, rules.threshold, sorted(rules.forward_delays.items()), nonexclusive_kinds(),
+                     sources=[__file__, runs_module.__file__])
     failovers = (slh.read("failover_events").where(F.col("kind").isin(list(REPLAY_KINDS)))
                  .select(*EVENT_COLUMNS).toPandas())
-    df = stuck_messages(slh.read("destination_stats"), slh.read("broker_state"), failovers,
+    appended = None if full else appended_since(slh, STUCK_JOB, ["stuck_messages"], "broker_state", fp, STATE_COLUMNS)
+    if appended is not None:
+        mark = Watermark(STUCK_JOB, appended.version, fp)
+        if appended.new.isEmpty():
+            say("gold stuck_messages: no new broker_state rows")
+            return {"stuck_messages": slh.lakehouse.count("stuck_messages")}
+        written = stuck_increment(slh, appended, failovers, rules, mark, say)
+        if written is not None:
+            return {"stuck_messages": written}
+    say("gold stuck_messages (full)")
+    state, version = pinned_read(slh, "broker_state", STATE_COLUMNS)
+    df = stuck_messages(slh.read("destination_stats"), state, failovers,
                         threshold_s=rules.threshold, forward_delays=rules.forward_delays)
-    return {"stuck_messages": slh.write("stuck_messages", df)}
+    return {"stuck_messages": slh.write("stuck_messages", df, commit_info=Watermark(STUCK_JOB, version, fp).commit_info())}
+
+
+# --- incremental runs ----------------------------------------------------------------------------------------
+#
+# Findings are runs over each destination's (and each member server's) observations. New rows can
+# only change runs that are still going on at the last stored observation: open findings, and idle
+# runs not yet long enough to be findings (shorter than the threshold, so begun less than a threshold
+# before). Per group with new rows the job therefore recomputes from a resume time R — a window W
+# (2 × the longest threshold) before its last stored row, or an open finding's start if earlier —
+# reading rows from R − W (each series' previous observation: the delivery test and the bounds need
+# it) and, for a failover to replay-check, the old master's last minute. Stored findings that began
+# before R stay; recomputed ones from R on replace the rest. Whenever that could differ from a full
+# run (rows not later than stored ones; a series whose previous observation lies before the rows
+# read) it recomputes everything.
+
+
+def resume_window_s(rules) -> float:
+    return 2 * max([rules.threshold, *rules.forward_delays.values()])
+
+
+def stuck_increment(slh, appended, failovers: pd.DataFrame, rules, mark, say) -> int | None:
+    """Bring stuck_messages up to date with rows appended to broker_state; None when only a full
+    run is exact."""
+    spark = slh.spark
+    first_new = {r.group_name: r.first for r in appended.new.groupBy("group_name")
+                 .agg(F.min(F.unix_micros("ts")).alias("first")).collect()}
+    names = F.broadcast(spark.createDataFrame([(g,) for g in sorted(first_new)], "group_name string"))
+    last_old = {r.group_name: r.last for r in appended.old.join(names, "group_name").groupBy("group_name")
+                .agg(F.max(F.unix_micros("ts")).alias("last")).collect()}
+    if any(g in last_old and last_old[g] >= first for g, first in first_new.items()):
+        say("gold stuck_messages: rows older than stored ones, recomputing")
+        return None
+    stored = slh.read("stuck_messages").toPandas()
+    plan = resume_plan(stored, last_old, sorted(first_new), failovers, resume_window_s(rules))
+    cut = F.broadcast(spark.createDataFrame(plan, "group_name string, resume long, read_from long")
+                      .select("group_name", *(F.timestamp_micros(c).alias(c) for c in ("resume", "read_from"))))
+    dest = slh.read("destination_stats", columns=DEST_COLUMNS).join(cut, "group_name").where(F.col("ts") >= F.col("read_from"))
+    state = slh.read("broker_state", columns=STATE_COLUMNS).join(cut, "group_name").where(F.col("ts") >= F.col("read_from"))
+    if context_missing(slh, dest, state, cut):
+        say("gold stuck_messages: a series resumes after a gap longer than the window, recomputing")
+        return None
+    resume = {g: pd.Timestamp(r, unit="us") for g, r, _ in plan}
+    events = failovers[[pd.Timestamp(t) >= resume[g] if g in resume else False
+                        for g, t in zip(failovers["group_name"], failovers["new_first_active"])]]
+    fresh = (stuck_messages(dest.select(*DEST_COLUMNS), state.select(*STATE_COLUMNS), events, threshold_s=rules.threshold,
+                            forward_delays=rules.forward_delays)
+             .join(cut, "group_name").where(F.col("start_ts") >= F.col("resume")).select(*STUCK_MESSAGES.column_names))
+    kept = spark.createDataFrame(contract_frame(kept_findings(stored, resume, failovers), STUCK_MESSAGES), STUCK_MESSAGES.spark_schema())
+    say(f"gold stuck_messages (incremental: broker_state up to version {mark.input_version}, {len(plan)} groups with new rows)")
+    return slh.write("stuck_messages", kept.unionByName(fresh), commit_info=mark.commit_info())
+
+
+def resume_plan(stored: pd.DataFrame, last_old: dict[str, int], groups: list[str], failovers: pd.DataFrame,
+                window_s: float) -> list[tuple[str, int, int]]:
+    """(group, resume time R, read-from time), µs since the epoch, per group with new rows
+    (`last_old`: a group's last stored row, µs; module comment above). Frames: naive UTC."""
+    window = pd.Timedelta(seconds=window_s)
+    rate = pd.Timedelta(seconds=RATE_WINDOW_S)
+    plan = []
+    for g in groups:
+        if g not in last_old:
+            plan.append((g, 0, 0))  # a new group: everything
+            continue
+        opens = stored[(stored["group_name"] == g) & stored["is_open"].astype(bool)]
+        resume = min([pd.Timestamp(last_old[g], unit="us") - window, *map(pd.Timestamp, opens["start_ts"])])
+        events = failovers[failovers["group_name"] == g]
+        olds = [pd.Timestamp(o) - rate for o, n in zip(events["old_last_active"], events["new_first_active"])
+                if pd.Timestamp(n) >= resume]
+        plan.append((g, resume.value // 1000, min([resume - window, *olds]).value // 1000))
+    return plan
+
+
+def kept_findings(stored: pd.DataFrame, resume: dict, failovers: pd.DataFrame) -> pd.DataFrame:
+    """Stored findings a resumed run leaves as they are: groups without new rows; findings begun
+    before the resume time; replay findings of failovers before it (only later ones are re-checked)."""
+    if stored.empty:
+        return stored
+    at = stored["group_name"].map(resume)
+    new_active = stored["failover_event_id"].map(dict(zip(failovers["event_id"], failovers["new_first_active"])))
+    replay = stored["code"] == "replay-after-failover"
+    before = pd.to_datetime(stored["start_ts"]) < at
+    replay_before = pd.to_datetime(new_active) < at
+    return stored[at.isna() | (~replay & before) | (replay & replay_before.fillna(False))]
+
+
+def context_missing(slh, dest: DataFrame, state: DataFrame, cut: DataFrame) -> bool:
+    """A series (destination of an instance, or an instance's scrapes) that has stored rows before
+    the rows read but none of its rows read falls before the resume time: its previous
+    observation is missing, and only a full run treats it exactly."""
+    def missing(rows: DataFrame, table: str, key: list[str]) -> bool:
+        first_read = rows.groupBy("group_name", *key).agg(F.min("ts").alias("first"), F.first("resume").alias("resume"))
+        older = (slh.read(table, columns=["group_name", *key, "ts"]).join(cut, "group_name")
+                 .where(F.col("ts") < F.col("read_from")).select("group_name", *key).distinct())
+        return not first_read.where(F.col("first") >= F.col("resume")).join(older, ["group_name", *key]).isEmpty()
+
+    return missing(dest, "destination_stats", ["instance", *PER_DESTINATION]) or missing(state, "broker_state", ["instance"])

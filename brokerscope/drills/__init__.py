@@ -1,0 +1,58 @@
+"""Fault drills: real faults on real brokers and ZooKeeper in the local lab, each writing its own
+ground truth beside a recording, then analysed (Spark) and scored against that truth.
+
+    brokerscope drill NAME [--workdir DIR] [--interval S]
+    brokerscope drill all                      # every drill in turn; exit 1 if one misses the bar
+
+Layout of a drill's workdir: ``brokerscope.yaml``, ``lakehouse/``, ``recording.jsonl.gz``,
+``ground_truth.json``, ``report.json``, ``lab/`` (the processes' own files and logs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from types import ModuleType
+
+from brokerscope.drills.common import Scorecard, say
+
+__all__ = ["DRILLS", "drill_module", "run_drill", "analyze_and_score"]
+
+#: drill name → module (in the order `drill all` runs them)
+DRILLS: dict[str, str] = {
+    "kill-master": "brokerscope.drills.kill_master",
+    "pause-master": "brokerscope.drills.pause_master",
+    "lease-split-brain": "brokerscope.drills.lease_split_brain",
+    "misconfigured-pair": "brokerscope.drills.misconfigured_pair",
+    "zk-leader-loss": "brokerscope.drills.zk_loss",
+    "zk-quorum-loss": "brokerscope.drills.zk_loss",
+    "gc-pause": "brokerscope.drills.gc_pause",
+}
+
+
+def drill_module(name: str) -> ModuleType:
+    if name not in DRILLS:
+        raise KeyError(f"unknown drill {name!r}; drills are: {', '.join(DRILLS)} (or all)")
+    return importlib.import_module(DRILLS[name])
+
+
+def analyze_and_score(name: str, cfg_path: Path, truth: dict, spark=None) -> Scorecard:
+    """Spark over the drill's lakehouse, then its scorecard, written to ``report.json`` beside it."""
+    from brokerscope.analyze import analyze
+    from brokerscope.config import load_config
+    from lakehouse.store import Lakehouse
+
+    cfg = load_config(cfg_path)
+    say("analysing: Spark jobs bronze → silver → gold")
+    analyze(cfg, spark=spark, progress=lambda m: say(f"  {m}"))
+    card = drill_module(name).score(Lakehouse(cfg.lakehouse_root()), truth)
+    (Path(cfg_path).parent / "report.json").write_text(json.dumps(card.to_json(), indent=2, default=str) + "\n")
+    return card
+
+
+def run_drill(name: str, workdir: Path, interval: float = 0.5, spark=None) -> Scorecard:
+    """One drill end to end: the fault (live collection, ground truth), the analysis, the score."""
+    mod = drill_module(name)
+    cfg_path, truth = mod.run(Path(workdir), interval, **({"variant": name} if hasattr(mod, "VARIANTS") else {}))
+    return analyze_and_score(name, cfg_path, truth, spark=spark)

@@ -1,0 +1,151 @@
+"""gc-pause: a broker JVM with a small heap, the serial collector and a large live set of small,
+randomly linked objects (infra/gc_ballast, loaded with -javaagent) is made to run a full collection
+(``jcmd <pid> GC.run``, as an operator's heap inspection or a System.gc() would): a stop-the-world
+pause of seconds (about 1.5 µs per live object here, so 128 MiB ≈ 5.6 M objects ≈ 2–4 s; the
+length depends on the machine's load and is recorded, not assumed). The broker's unified GC log is
+tailed through the target's ``gc_logs`` while the Jolokia scrapes go on.
+
+Truth: a probe of the broker's Jolokia agent every 50 ms from the drill, independent of the GC log;
+the probe that hangs marks the pause (sent just after it began, answered just after it ended).
+Bar: the pause in gc_events (≥ 1 s) with start and end within one scrape interval of the probe's,
+its `gc.pause-over-connection-ttl` finding (threshold 1 s for this target) and a gc-pause entry on
+the timeline.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from brokerscope.drills.common import (
+    Scorecard, activemq_targets, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth,
+)
+
+NAME = "gc-pause"
+SUMMARY = "a multi-second stop-the-world full GC in a broker JVM with a large live set, from its GC log"
+BALLAST_MB = 128
+HEAP = "512m"
+TTL_MS = 1000  # the connection TTL the target is judged against: a longer pause drops clients
+MIN_PAUSE_MS = 1000
+
+
+class JolokiaProbe:
+    """Reads the broker's ``Slave`` attribute every 50 ms from a thread; keeps (sent, answered) pairs."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.samples: list[tuple[float, float | None]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="gc-probe", daemon=True)
+
+    def start(self) -> "JolokiaProbe":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _loop(self) -> None:
+        from infra.lab import BROKER_MBEAN_PATTERN, jolokia_request
+
+        body = {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"}
+        while not self._stop.is_set():
+            sent = time.time()
+            try:
+                jolokia_request(self.url, body, timeout=20)
+                self.samples.append((sent, time.time()))
+            except OSError:
+                self.samples.append((sent, None))
+            self._stop.wait(0.05)
+
+    def longest_stall(self) -> tuple[float, float] | None:
+        """(sent, answered) of the probe that waited longest: the pause lies inside it."""
+        done = [(s, a) for s, a in self.samples if a is not None]
+        return max(done, key=lambda sa: sa[1] - sa[0]) if done else None
+
+
+def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
+    from infra.lab import ActiveMQPair, ballast_jvm_arg, build_agent, java_tool
+
+    workdir = fresh_workdir(workdir, keep)
+    build_agent()
+    pair = ActiveMQPair(workdir / "lab", heap=HEAP, gc_flags=("-XX:+UseSerialGC",),
+                        extra_jvm_args=(ballast_jvm_arg(BALLAST_MB),))
+    truth: dict = {"drill": NAME, "scrape_interval_s": interval, "ballast_mb": BALLAST_MB, "heap": HEAP,
+                   "collector": "serial", "connection_ttl_ms": TTL_MS}
+    broker = pair.names[0]
+    try:
+        say(f"starting ActiveMQ broker {broker} (serial GC, {HEAP} heap, {BALLAST_MB} MiB live ballast)")
+        pair.start_broker(broker, timeout=120)
+        pair.wait_for_role(broker, "master", 60)
+        targets = activemq_targets(pair, gc_logs=True, names=[broker], gc={"connection_ttl_ms": TTL_MS})
+        cfg_path, col = start_collecting(workdir, targets, interval, gc={"poll_interval": f"{int(interval * 1000)}ms"})
+        probe = JolokiaProbe(pair.jolokia_url(broker)).start()
+        settle(interval, 4, 2.0)
+        truth["broker"], truth["pid"] = broker, pair.brokers[broker].pid
+        truth["jcmd_ts"] = time.time()
+        say(f"jcmd {truth['pid']} GC.run (full collection)")
+        res = subprocess.run([java_tool("jcmd"), str(truth["pid"]), "GC.run"], capture_output=True, text=True, timeout=120)
+        truth["jcmd_done_ts"] = time.time()
+        if res.returncode != 0:
+            raise RuntimeError(f"jcmd GC.run failed ({res.returncode}): {res.stdout}{res.stderr}")
+        settle(interval, 4, 2.0)
+        probe.stop()
+        truth["collector_stats"] = col.stop().summary()
+    finally:
+        pair.stop()
+    stall = probe.longest_stall()
+    truth["probe_stall"] = stall
+    truth["pause_start_ts"], truth["pause_end_ts"] = stall if stall else (None, None)
+    if stall:
+        say(f"the probe waited {stall[1] - stall[0]:.3f} s (the broker did not answer: a stop-the-world pause)")
+    write_truth(workdir, truth)
+    return cfg_path, truth
+
+
+def score(lh, truth: dict) -> Scorecard:
+    card = Scorecard(NAME, truth["scrape_interval_s"])
+    start, end = truth["pause_start_ts"], truth["pause_end_ts"]
+    if not card.require(start is not None, "the probe saw no stall"):
+        return card
+    pauses = [e for e in rows(lh, "gc_events")
+              if e["target"] == truth["broker"] and e["pause_ms"] and e["pause_ms"] >= MIN_PAUSE_MS
+              and e["event_type"] != "safepoint" and e["wall_time"] is not None
+              and start - 1.0 <= epoch(e["wall_time"]) <= end]
+    card.facts["probe stall s"] = round(end - start, 3)
+    if not card.detect("stop-the-world pause ≥ 1 s (gc_events)", bool(pauses), "no such pause in gc_events"):
+        return card
+    p = max(pauses, key=lambda e: e["pause_ms"])
+    p_start = epoch(p["wall_time"])
+    p_end = p_start + p["pause_ms"] / 1000
+    card.facts["pause"] = f"{p['event_type']} ({p['cause']}) {p['pause_ms']:.0f} ms"
+    card.boundary("pause start (GC log vs probe)", p_start, start)
+    card.boundary("pause end (GC log vs probe)", p_end, end)
+    card.latency("pause end → its GC log line in bronze", line_read_latency(lh, p, p_end))
+    found = [f for f in rows(lh, "gc_findings")
+             if f["target"] == truth["broker"] and f["code"] == "gc.pause-over-connection-ttl" and f["ts"] is not None
+             and abs(epoch(f["ts"]) - p_start) < 0.01]
+    card.detect("gc.pause-over-connection-ttl finding", bool(found), "no finding for the pause")
+    card.detect("gc-pause on the timeline", on_timeline(lh, truth["broker"], p["wall_time"]), "no gc-pause entry")
+    return card
+
+
+def line_read_latency(lh, event: dict, pause_end: float) -> float | None:
+    """When the collector read the pause's log line, after the pause ended."""
+    lines = [r for r in rows(lh, "bronze_gc_lines")
+             if r["target"] == event["target"] and r["file_id"] == event["file_id"] and r["line_no"] >= event["source_line"]]
+    read = [epoch(r["ts"]) for r in lines if "Pause" in (r["line"] or "")]
+    return min(read) - pause_end if read else None
+
+
+def on_timeline(lh, target: str, wall_time) -> bool:
+    from brokerscope.timeline import build_timeline
+
+    entries = build_timeline(lh.read("role_intervals"), lh.read("failover_events"), lh.read("split_brain_windows"),
+                             lh.read("broker_state"), gc_findings=lh.read("gc_findings"))
+    return any(e.what == "gc-pause" and e.instance == target and abs(e.ts - wall_time) < timedelta(seconds=1)
+               for e in entries)

@@ -1,0 +1,298 @@
+"""The Dash app: overview → incident → report, and the finding views. It reads the lakehouse
+through `dashboards.data` (delta-rs, no JVM) and computes no findings of its own.
+
+    app = create_app(Gold(Lakehouse(root)), DashboardSettings())
+    with DashboardServer(app, "127.0.0.1", 0) as srv:   # tests, bench
+        print(srv.url)
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import ipaddress
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+from urllib.parse import unquote
+
+import dash
+import flask
+from dash import Input, Output, State, dcc, html
+from werkzeug.serving import make_server
+
+from brokerscope.timeline import parse_since
+from dashboards import data as D
+from dashboards import layout as L
+from dashboards.figures import incident_timeline, lag_figure
+from dashboards.report import FORMATS, render
+from dashboards.settings import DashboardAuth, DashboardSettings
+from lakehouse.store import LakehouseError
+
+RANGE_PAD = {"1h": timedelta(hours=1), "6h": timedelta(hours=6), "24h": timedelta(hours=24)}
+
+
+# --- ranges -----------------------------------------------------------------------------------------------
+
+
+def cluster_span(gold: D.Gold, cluster: str) -> tuple[datetime, datetime] | None:
+    """First and last observed activity of a cluster (its role intervals and incidents)."""
+    t = gold.optional("role_intervals", columns=["start_ts", "end_ts"], filter=f"group_name = {D.sql_literal(cluster)}")
+    if t is None or t.num_rows == 0:
+        return None
+    return D.utc(min(t.column("start_ts").to_pylist())), D.utc(max(t.column("end_ts").to_pylist()))
+
+
+def view_range(gold: D.Gold, inc: dict, choice: str | None) -> tuple[datetime, datetime]:
+    start, end = D.default_range(inc)
+    if choice in RANGE_PAD:
+        return D.utc(inc["start_ts"]) - RANGE_PAD[choice], D.utc(inc["end_ts"]) + RANGE_PAD[choice]
+    if choice == "all":
+        span = cluster_span(gold, inc["cluster"])
+        if span:
+            return min(start, span[0] - timedelta(seconds=1)), max(end, span[1] + timedelta(seconds=1))
+    return start, end
+
+
+# Zoom and range-slider events → the "zoom" store, in the browser: only a new x range reaches the
+# server (autosize and other relayout events would otherwise supersede an in-flight figure update).
+ZOOM_FROM_RELAYOUT = """
+function (r) {
+  const none = window.dash_clientside.no_update;
+  if (!r) return none;
+  for (const ax of ['xaxis', 'xaxis2', 'xaxis3']) {
+    if (r[ax + '.range[0]'] !== undefined) return [r[ax + '.range[0]'], r[ax + '.range[1]']];
+    if (Array.isArray(r[ax + '.range'])) return r[ax + '.range'];
+    if (r[ax + '.autorange']) return 'reset';
+  }
+  return none;
+}
+"""
+
+
+def zoomed_range(zoom) -> tuple[datetime, datetime] | None:
+    """The x range of the zoom store ([lo, hi] as Plotly writes dates); None for a reset."""
+    if not isinstance(zoom, (list, tuple)) or len(zoom) != 2:
+        return None
+    try:
+        return _plotly_time(zoom[0]), _plotly_time(zoom[1])
+    except (TypeError, ValueError):
+        return None
+
+
+def _plotly_time(text: str) -> datetime:
+    """Plotly date strings ('2026-11-23 11:00:03.5', no zone: the axis is UTC)."""
+    return D.utc(datetime.fromisoformat(str(text).replace(" ", "T").replace("Z", "")))
+
+
+# --- pages ------------------------------------------------------------------------------------------------
+
+
+def lakehouse_empty(gold: D.Gold) -> bool:
+    return not any(gold.has(t) for t in ("broker_state", "role_intervals", "incidents", "zk_quorum", "gc_findings"))
+
+
+def overview_page(gold: D.Gold):
+    if lakehouse_empty(gold):
+        return L.message_page("No data yet", f"The lakehouse at {gold.root} has no tables yet. Collect or replay "
+                                             "(brokerscope collect -c CFG / brokerscope replay -c CFG FILE), then run "
+                                             "brokerscope analyze -c CFG.")
+    try:
+        incidents, missing = D.incident_list(gold), None
+    except D.MissingTable as e:
+        incidents, missing = None, e
+    return L.overview_layout(D.group_statuses(gold), incidents, missing)
+
+
+def incident_figure(bundle: D.IncidentBundle):
+    return incident_timeline(bundle.timeline, bundle.incident["title"])
+
+
+def incident_page(gold: D.Gold, incident_id: str):
+    bundle = D.load_incident(gold, incident_id)
+    return L.incident_layout(bundle, incident_figure(bundle))
+
+
+def view_content(gold: D.Gold, view: D.FindingView, group=None, since=None, until=None):
+    found, total, _groups = D.finding_rows(gold, view, group, since, until)
+    links = D.alert_incident_links(found) if view.table == "alert_history" else D.incident_of_findings(gold)
+    return L.findings_table(view, found, total, links)
+
+
+def view_page(gold: D.Gold, view: D.FindingView):
+    _, _, groups = D.finding_rows(gold, view, limit=0)
+    extra = None
+    if view.table == "replication_findings" and gold.has("replication_lag"):
+        extra = dcc.Graph(id="lag-figure", figure=lag_figure(D.lag_series(gold, None, None, None, gold.max_points)))
+    return L.findings_layout(view, groups, view_content(gold, view), extra)
+
+
+def route(gold: D.Gold, path: str):
+    """The page for a URL path; missing tables and unknown ids become pages that say what to do."""
+    path = path or "/"
+    try:
+        if path == "/":
+            return overview_page(gold)
+        if path.startswith("/incident/"):
+            return incident_page(gold, unquote(path[len("/incident/"):]))
+        if path in D.VIEW_BY_PATH:
+            return view_page(gold, D.VIEW_BY_PATH[path])
+        return L.message_page("Not found", f"There is no page {path}; use the links above.")
+    except D.MissingTable as e:
+        return L.missing_table_page(e)
+    except D.NotFound as e:
+        return L.message_page("Not found", str(e))
+    except LakehouseError as e:
+        return L.message_page("The lakehouse cannot be read", str(e))
+
+
+# --- auth -------------------------------------------------------------------------------------------------
+
+
+def install_auth(server: flask.Flask, auth: DashboardAuth, password: str | None) -> None:
+    """Basic auth or a trusted reverse-proxy header in front of every request (pages, callbacks,
+    assets, reports); plus headers that keep the pages out of frames and sniffers."""
+
+    @server.after_request
+    def _headers(resp):
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("X-Frame-Options", "DENY")
+        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        return resp
+
+    if auth.mode == "none":
+        return
+    nets = [ipaddress.ip_network(p, strict=False) for p in auth.trusted_proxies]
+    expected = (password or "").encode()
+
+    @server.before_request
+    def _check():
+        if auth.mode == "basic":
+            a = flask.request.authorization
+            if (a is not None and a.type == "basic" and a.password is not None
+                    and hmac.compare_digest((a.username or "").encode(), auth.username.encode())
+                    and hmac.compare_digest(a.password.encode(), expected)):
+                return None
+            return flask.Response("brokerscope: authentication required\n", 401,
+                                  {"WWW-Authenticate": 'Basic realm="brokerscope", charset="UTF-8"'})
+        try:
+            remote = ipaddress.ip_address(flask.request.remote_addr or "")
+        except ValueError:
+            remote = None
+        if remote is None or not any(remote in n for n in nets):
+            return flask.Response("brokerscope: requests must come through the trusted reverse proxy "
+                                  "(dashboard.auth.trusted_proxies)\n", 403)
+        if not flask.request.headers.get(auth.proxy_header):
+            return flask.Response(f"brokerscope: the reverse proxy did not authenticate this request "
+                                  f"(no {auth.proxy_header} header)\n", 401)
+        return None
+
+
+# --- the app ----------------------------------------------------------------------------------------------
+
+
+def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password: str | None = None) -> dash.Dash:
+    settings = settings or DashboardSettings()
+    import pandas  # noqa: F401  (the first delta-rs read imports it: pay that at start-up, not on a request)
+
+    # eager_loading: plotly.js is fetched and parsed with the page, not after the first figure arrives
+    app = dash.Dash(__name__, title="brokerscope", suppress_callback_exceptions=True, serve_locally=True,
+                    update_title=None, eager_loading=True)
+    app.layout = html.Div([dcc.Location(id="url"), html.Div(id="page")])
+    install_auth(app.server, settings.auth, password)
+
+    @app.server.route("/report/<path:name>")
+    def _report(name: str):
+        incident_id, _, fmt = name.rpartition(".")
+        if fmt not in FORMATS or not incident_id:
+            return flask.Response(f"brokerscope: ask for /report/INCIDENT_ID.html or .md, not {name}\n", 404,
+                                  mimetype="text/plain")
+        try:
+            text = render(D.load_incident(gold, incident_id), fmt)
+        except (D.MissingTable, D.NotFound, LakehouseError) as e:
+            return flask.Response(f"brokerscope: {e}\n", 404, mimetype="text/plain")
+        if fmt == "html":
+            return flask.Response(text, mimetype="text/html")
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in incident_id)
+        return flask.Response(text, mimetype="text/markdown", headers={
+            "Content-Disposition": f'attachment; filename="incident-{safe}.md"'})
+
+    @app.callback(Output("page", "children"), Input("url", "pathname"))
+    def _page(pathname):
+        return L.shell(pathname or "/", route(gold, pathname))
+
+    app.clientside_callback(ZOOM_FROM_RELAYOUT, Output("zoom", "data"), Input("timeline", "relayoutData"),
+                            prevent_initial_call=True)
+
+    @app.callback(Output("timeline", "figure"), Input("range-choice", "value"), Input("zoom", "data"),
+                  State("incident-id", "data"), prevent_initial_call=True)
+    def _timeline(choice, zoom, incident_id):
+        inc = D.incident(gold, incident_id)
+        view = view_range(gold, inc, choice)
+        if dash.ctx.triggered_id == "zoom":
+            view = zoomed_range(zoom) or view
+        return incident_figure(D.load_incident(gold, incident_id, view))
+
+    @app.callback(Output("findings-content", "children"), Input("f-group", "value"), Input("f-since", "value"),
+                  Input("f-until", "value"), State("url", "pathname"), prevent_initial_call=True)
+    def _findings(group, since, until, pathname):
+        view = D.VIEW_BY_PATH.get(pathname)
+        if view is None:
+            return dash.no_update
+        try:
+            lo, hi = parse_since(since or None), parse_since(until or None)
+        except ValueError as e:
+            return html.P(f"time filter: {e}", id="filter-error")
+        try:
+            return view_content(gold, view, group or None, lo, hi)
+        except D.MissingTable as e:
+            return L.missing_table_page(e)
+
+    return app
+
+
+class DashboardServer:
+    """The app on a real HTTP server in a thread (threaded WSGI); stop() ends it."""
+
+    def __init__(self, app: dash.Dash, host: str = "127.0.0.1", port: int = 8050, quiet: bool = True):
+        if quiet:
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+        self._srv = make_server(host, port, app.server, threaded=True)
+        self.host, self.port = host, self._srv.server_port
+        self._thread = threading.Thread(target=self._srv.serve_forever, name="brokerscope-dashboard", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> "DashboardServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._srv.shutdown()
+        self._srv.server_close()
+        self._thread.join(timeout=10)
+
+    def serve_forever(self) -> None:
+        try:
+            self._srv.serve_forever()
+        finally:
+            self._srv.server_close()
+
+    def __enter__(self) -> "DashboardServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def open_gold(root: str, max_points: int = 1000) -> D.Gold:
+    """The lakehouse at root, which must exist (never created by the dashboard)."""
+    from lakehouse.store import Lakehouse
+
+    if "://" not in root and not Path(root).is_dir():
+        raise FileNotFoundError(f"no lakehouse at {root}: collect or replay first (brokerscope collect -c CFG / "
+                                "brokerscope replay -c CFG FILE), then brokerscope analyze -c CFG")
+    return D.Gold(Lakehouse(root), max_points=max_points)

@@ -1,0 +1,209 @@
+"""Data → Plotly figures (pure functions). Every user-controlled string (broker, instance, queue,
+topic, group names, messages) is HTML-escaped before it reaches a label, hover text, title or
+annotation: Plotly renders those strings as HTML-like markup."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dashboards.data import TimelineData, utc
+
+ACTIVE = "#2e7d32"
+ACTIVE_MAYBE = "rgba(46,125,50,0.28)"
+SPLIT_CERTAIN = "rgba(211,47,47,0.38)"
+SPLIT_POSSIBLE = "rgba(211,47,47,0.12)"
+OUTAGE_CERTAIN = "rgba(97,97,97,0.38)"
+OUTAGE_POSSIBLE = "rgba(97,97,97,0.13)"
+PALETTE = ("#1565c0", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#283593")
+
+
+# quick time-range selection on the figure itself (client side; the page's radio buttons reload data)
+RANGE_BUTTONS = [dict(step="all", label="all"), dict(count=1, step="hour", stepmode="backward", label="1 h"),
+                 dict(count=10, step="minute", stepmode="backward", label="10 min"),
+                 dict(count=1, step="minute", stepmode="backward", label="1 min")]
+
+
+def dt64(values: list[datetime]) -> np.ndarray:
+    """Datetimes as a numpy datetime64[us] (UTC) array: Plotly serializes it without a per-item walk."""
+    return np.array([utc(v).replace(tzinfo=None) for v in values], dtype="datetime64[us]")
+
+
+def esc(text: object) -> str:
+    """Text for Plotly: escaped, so `<img onerror=…>` in a queue name shows as those characters."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def clock(ts: datetime | None, ms: bool = True) -> str:
+    if ts is None:
+        return "?"
+    t = utc(ts)
+    return t.strftime("%H:%M:%S") + (f".{t.microsecond // 1000:03d}" if ms else "")
+
+
+def stamp(ts: datetime | None) -> str:
+    return "?" if ts is None else utc(ts).strftime("%Y-%m-%d ") + clock(ts) + " UTC"
+
+
+def _ms(a: datetime, b: datetime) -> float:
+    return (utc(b) - utc(a)).total_seconds() * 1000.0
+
+
+def zk_row(ensemble: str) -> str:
+    return esc(f"ZooKeeper {ensemble}")
+
+
+def role_bars(data: TimelineData) -> list[go.Bar]:
+    """Observed-active spans (solid) and the bounds where the role may have begun or ended (pale)."""
+    solid: dict[str, list] = {"y": [], "base": [], "x": [], "text": []}
+    pale: dict[str, list] = {"y": [], "base": [], "x": [], "text": []}
+    for r in data.intervals:
+        y = esc(r["instance"])
+        start, end = utc(r["start_ts"]), utc(r["end_ts"])
+        solid["y"].append(y)
+        solid["base"].append(start)
+        solid["x"].append(max(_ms(start, end), 1.0))
+        solid["text"].append(f"{y} active (observed)<br>{stamp(start)} → {stamp(end)}"
+                             + ("<br>still active" if r["is_open"] else ""))
+        for lo, hi, what in ((r["start_lower"], start, "may have become active after"),
+                             (end, r["end_upper"], "may have stayed active until")):
+            if lo is not None and hi is not None and utc(hi) > utc(lo):
+                pale["y"].append(y)
+                pale["base"].append(utc(lo))
+                pale["x"].append(_ms(lo, hi))
+                pale["text"].append(f"{y} {what}<br>{stamp(lo)} → {stamp(hi)}")
+    bars = []
+    for spec, name, color in ((pale, "active (bounds)", ACTIVE_MAYBE), (solid, "active (observed)", ACTIVE)):
+        if spec["y"]:
+            bars.append(go.Bar(orientation="h", y=spec["y"], base=spec["base"], x=spec["x"], name=name,
+                               marker_color=color, hovertext=spec["text"], hoverinfo="text", width=0.5,
+                               legendgroup=name))
+    return bars
+
+
+def window_shapes(data: TimelineData) -> list[dict]:
+    """Split-brain and outage windows as shaded bands over all rows; certain darker than possible."""
+    shapes = []
+
+    def band(x0, x1, color, name, dash=None):
+        if x0 is None or x1 is None:
+            return
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=utc(x0), x1=utc(x1), y0=0, y1=1,
+                           fillcolor=color, line=dict(width=1 if dash else 0, color=color, dash=dash or "solid"),
+                           layer="below", name=name, showlegend=name not in {s["name"] for s in shapes},
+                           legendgroup=name))
+
+    for w in data.split_brains:
+        band(w["possible_start"] or w["certain_start"], w["possible_end"] or w["certain_end"], SPLIT_POSSIBLE,
+             "split brain (possible)", dash="dot")
+        band(w["certain_start"], w["certain_end"], SPLIT_CERTAIN, "split brain (certain)")
+    for e in data.failovers:
+        band(e["outage_start"], e["outage_end"], OUTAGE_POSSIBLE, "no live instance (possible)", dash="dot")
+        if e["outage_lower_s"] and e["old_first_inactive"] is not None and e["new_last_inactive"] is not None:
+            band(e["old_first_inactive"], e["new_last_inactive"], OUTAGE_CERTAIN, "no live instance (certain)")
+    return shapes
+
+
+def marker_traces(data: TimelineData) -> list[go.Scatter]:
+    traces = []
+    if data.gc_pauses:
+        traces.append(go.Scatter(
+            x=dt64([g["ts"] for g in data.gc_pauses]), y=[esc(g["target"]) for g in data.gc_pauses], mode="markers",
+            name="GC pause", marker=dict(symbol="x", size=12, color="#c62828", line=dict(width=1)),
+            hovertext=[f"GC {esc(g['code'])}: {g['value']:.0f} ms<br>{esc(g['message'])}" for g in data.gc_pauses],
+            hoverinfo="text"))
+    if data.zk_elections:
+        traces.append(go.Scatter(
+            x=[utc(e["elected_at"] or e["new_first_seen"]) for e in data.zk_elections],
+            y=[zk_row(e["ensemble"]) for e in data.zk_elections], mode="markers", name="ZooKeeper election",
+            marker=dict(symbol="diamond", size=12, color="#6a1b9a"),
+            hovertext=[f"election: {esc(e['old_leader'])} → {esc(e['new_leader'])} ({esc(e['cause'])})<br>"
+                       f"at most {e['duration_upper_s']:.1f} s" for e in data.zk_elections], hoverinfo="text"))
+    if data.zk_handovers:
+        traces.append(go.Scatter(
+            x=[utc(h["start_ts"]) for h in data.zk_handovers],
+            y=[zk_row(h["ensemble"] or h["group_name"]) for h in data.zk_handovers], mode="markers",
+            name="lease handover / loss", marker=dict(symbol="star", size=13, color="#ef6c00"),
+            hovertext=[f"{esc(h['code'])}<br>{esc(h['message'])}" for h in data.zk_handovers], hoverinfo="text"))
+    return traces
+
+
+def series_traces(data: TimelineData) -> list[tuple[int, go.Scatter]]:
+    """(row, trace): connections (row 2) and messages in/out per second (row 3) per instance."""
+    out = []
+    suffix = f" (max per {data.bucket_s:g} s)" if data.bucket_s else ""
+    for i, (inst, s) in enumerate(data.series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        name = esc(inst)
+        out.append((2, go.Scatter(x=s["ts"], y=s["connections"], mode="lines", line=dict(color=color, shape="hv"),
+                                  name=f"{name} connections", legendgroup=name,
+                                  hovertemplate=f"{name}: %{{y}} connections{suffix}<extra></extra>")))
+        out.append((3, go.Scatter(x=s["ts"], y=s["in_per_s"], mode="lines", line=dict(color=color),
+                                  name=f"{name} in/s", legendgroup=name,
+                                  hovertemplate=f"{name}: %{{y:.1f}} msg/s in<extra></extra>")))
+        out.append((3, go.Scatter(x=s["ts"], y=s["out_per_s"], mode="lines", line=dict(color=color, dash="dot"),
+                                  name=f"{name} out/s", legendgroup=name,
+                                  hovertemplate=f"{name}: %{{y:.1f}} msg/s out<extra></extra>")))
+    return out
+
+
+def alert_annotations(data: TimelineData) -> tuple[list[dict], list[dict]]:
+    annotations, lines = [], []
+    for k, a in enumerate(data.alerts[:30]):
+        text = a["text"] if len(a["text"]) <= 40 else a["text"][:39] + "…"
+        annotations.append(dict(x=a["ts"], xref="x", y=1.0 + 0.035 * (k % 3), yref="paper", text="🔔 " + esc(text),
+                                showarrow=False, font=dict(size=10, color="#b71c1c"), hovertext=esc(a["text"]),
+                                xanchor="left"))
+        lines.append(dict(type="line", xref="x", yref="paper", x0=a["ts"], x1=a["ts"], y0=0, y1=1,
+                          line=dict(color="#b71c1c", width=1, dash="dash")))
+    return annotations, lines
+
+
+def incident_timeline(data: TimelineData, title: str) -> go.Figure:
+    """One figure per incident: roles, windows and markers on top; connections and message rates
+    per instance beneath, on one shared time axis."""
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=[0.5, 0.22, 0.28],
+                        subplot_titles=("who was live", "client connections", "messages per second (in solid, out dotted)"))
+    for bar in role_bars(data):
+        fig.add_trace(bar, row=1, col=1)
+    for trace in marker_traces(data):
+        fig.add_trace(trace, row=1, col=1)
+    for row, trace in series_traces(data):
+        fig.add_trace(trace, row=row, col=1)
+    annotations, alert_lines = alert_annotations(data)
+    categories = [esc(i) for i in data.instances]
+    categories += sorted({t.y[0] for t in marker_traces(data) if t.y and t.y[0] not in categories})
+    fig.update_layout(
+        title=dict(text=esc(title), x=0.01, font=dict(size=15)),
+        shapes=window_shapes(data) + alert_lines,
+        barmode="overlay", height=660, margin=dict(l=10, r=10, t=90, b=10), hovermode="closest",
+        legend=dict(orientation="v", x=1.01, y=1, font=dict(size=11)), uirevision="timeline", plot_bgcolor="white",
+    )
+    for a in annotations:
+        fig.add_annotation(**a)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(reversed(categories)),
+                     row=1, col=1, gridcolor="#eee")
+    fig.update_yaxes(rangemode="tozero", gridcolor="#eee", row=2, col=1)
+    fig.update_yaxes(rangemode="tozero", gridcolor="#eee", row=3, col=1)
+    fig.update_xaxes(type="date", range=[utc(data.start), utc(data.end)], gridcolor="#eee", showspikes=True)
+    fig.update_xaxes(rangeselector=dict(buttons=RANGE_BUTTONS, x=0, y=1.02, font=dict(size=10)), row=1, col=1)
+    if data.bucket_s:
+        fig.add_annotation(text=esc(f"{data.events_behind:,} observations aggregated into {data.bucket_s:g} s buckets; "
+                                    "zoom in for detail"), xref="paper", yref="paper", x=1, y=-0.02,
+                           showarrow=False, xanchor="right", font=dict(size=10, color="#555"))
+    return fig
+
+
+def lag_figure(series: dict[str, dict[str, list]], title: str = "replication lag (s)") -> go.Figure:
+    fig = go.Figure()
+    for name, s in series.items():
+        fig.add_trace(go.Scatter(x=s["ts"], y=s["lag_s"], mode="lines", name=esc(name),
+                                 hovertemplate=f"{esc(name)}: %{{y:.1f}} s<extra></extra>"))
+    fig.update_layout(title=esc(title), height=320, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+                      uirevision="lag")
+    fig.update_xaxes(type="date", rangeslider=dict(visible=True, thickness=0.08))
+    return fig

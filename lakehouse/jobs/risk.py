@@ -1,0 +1,464 @@
+"""HA risk states: silver broker_state + gold role_intervals, failover_events, split_brain_windows
+(+ the targets' `ha:` config) → gold risk_findings.
+
+Rules (thresholds: the config's `analysis.risk` section; HA facts: the targets' `ha:` blocks).
+
+* `unprotected-live` (error): an instance of an ActiveMQ/Artemis group observed active while no
+  other instance of its group was seen waiting as standby (`slave` / `backup`, answered, at most
+  `STANDBY_MAX_AGE_SCRAPES` scrape intervals before), over two or more of its answered observations
+  for at least `unprotected_grace` (60 s). A failover is therefore never one (the old live comes
+  back as standby well within the grace), and never from one sample. Certain when every other
+  instance answered throughout, showing it was not standby; possible when one did not answer (a
+  missed scrape is indeterminate) or the group has no other monitored instance. A live whose backup
+  is attached but not in sync (Artemis `ReplicaSync` false) is lakehouse/jobs/lag.py's
+  `replica-sync-gap` (replication_findings), not repeated here.
+* `stale-backup` (warn): an Artemis backup answering as backup with a local `ActivationSequence`
+  below its live's (ActivationSequenceStateMachine: a candidate whose sequence differs is Stale and
+  cannot take over) for `stale_backup_grace`. The ZooKeeper job's `zk.backup-stale` compares with
+  the coordinated sequence in ZooKeeper instead; this needs no ZooKeeper access.
+* `quorum-too-small` (warn): Artemis groups replicating with vote-based quorum (`HAPolicy`
+  `Replicated`/`Replica`/`… w/quorum voting`, or `ha.quorum_vote: true`), all such groups of the
+  lakehouse taken as one cluster, fewer than 3 of them: losing one live/backup pair leaves no
+  majority to vote. `quorum-lost-pair` (error): some of those groups had no active instance for
+  `unprotected_grace` and the rest were fewer than a majority of all.
+* `check-for-live-server-off` (critical): in an Artemis split-brain window, the instance that became
+  active second had been live before and came back (restart): a primary that restarts without
+  `check-for-live-server` activates although its backup serves. Certain with
+  `ha.check_for_live_server: false`, possible when not configured, none when it is true.
+* `shutdown-on-failure-off` (warn): an ActiveMQ target with both `ha.shutdown_on_master_failure`
+  and `ha.shutdown_on_slave_failure` false (a standing condition, over the target's observations).
+* `failover-duration` (warn): a failover whose duration is bounded by configuration, with advice:
+  ActiveMQ — outage ≥ half the lock retry (`lockAcquireSleepInterval`, 10 s default) or lease
+  (`lease_duration_ms`); Artemis with a ZooKeeper lock manager — connection-ttl (60 s default) well
+  above session-ms (18 s default): clients hold on to a dead live long after the backup activated,
+  so set connection-ttl-override near session-ms.
+
+Shape: per-group sequence logic in pandas/numpy (`group_state_risks`, run by `applyInPandas` over
+broker_state); the rules over gold tables and config are small pure functions over pandas frames
+(gold tables hold a row per event). `run_risk` reads, calls and writes; it recomputes the whole
+table on every run (overwrite: reruns and `--full` give the same rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse.jobs.runs import contract_frame, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
+from lakehouse.tables import RISK_FINDINGS
+
+HA_KINDS = ("activemq", "artemis")  # exclusive live/backup kinds a backup can protect
+STANDBY_ROLES = ("slave", "backup")
+STANDBY_MAX_AGE_SCRAPES = 3  # a standby seen longer ago than this many scrape intervals no longer counts
+DEFAULT_LOCK_ACQUIRE_SLEEP_MS = 10_000  # ActiveMQ AbstractLocker.DEFAULT_LOCK_ACQUIRE_SLEEP_INTERVAL
+BOUND_SHARE = 0.5  # a failover at least this share of its configured bound was decided by it
+TTL_OVER_SESSION = 1.5  # connection-ttl this much above session-ms: clients hang on after the failover
+STATE_COLUMNS = ["ts", "kind", "group_name", "instance", "reachable", "active", "role", "activation_sequence", "error"]
+
+
+@dataclass(frozen=True)
+class RiskParams:
+    """What the rules need from the config."""
+
+    unprotected_grace_s: float = 60.0
+    stale_backup_grace_s: float = 60.0
+    scrape_interval_s: float = 5.0
+    ha: dict[str, dict] = field(default_factory=dict)  # target → its `ha:` settings (unset keys absent)
+    timeouts_ms: dict[str, dict] = field(default_factory=dict)  # target → connection_ttl_ms, zk_session_ms
+
+    @property
+    def standby_max_age(self) -> np.timedelta64:
+        return np.timedelta64(int(STANDBY_MAX_AGE_SCRAPES * self.scrape_interval_s * 1e9), "ns")
+
+    def setting(self, target: str, key: str):
+        return self.ha.get(target, {}).get(key)
+
+
+def params_from_config(cfg) -> RiskParams:
+    r = cfg.analysis.risk
+    return RiskParams(
+        unprotected_grace_s=r.unprotected_grace, stale_backup_grace_s=r.stale_backup_grace,
+        scrape_interval_s=cfg.scrape_interval,
+        ha={t.name: t.ha.model_dump(exclude_none=True) for t in cfg.targets if t.ha},
+        timeouts_ms={t.name: {k: cfg.gc_thresholds(t)[k] for k in ("connection_ttl_ms", "zk_session_ms")} for t in cfg.targets},
+    )
+
+
+def _finding(code: str, severity: str, certainty: str, kind: str, group: str, instance: str | None, bounds: dict,
+             value: float | None, threshold: float | None, unit: str | None, detail: str | None, message: str,
+             advice: str) -> dict:
+    row = dict(bounds, code=code, severity=severity, certainty=certainty, kind=kind, group_name=group, instance=instance,
+               value=value, threshold=threshold, unit=unit, detail=detail, message=message, advice=advice)
+    row["duration_s"] = seconds(np.datetime64(row["end_ts"], "ns") - np.datetime64(row["start_ts"], "ns"))
+    row["finding_id"] = stable_id(code, group, instance, row["start_ts"])
+    return row
+
+
+def _secs(s: float) -> str:
+    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+
+
+def _span(row: dict) -> str:
+    still = " (still so at the last scrape)" if row["is_open"] else ""
+    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}{still}"
+
+
+# --- per group, from broker_state ------------------------------------------------------------------------
+
+
+def latest_of(other: pd.DataFrame, at: np.ndarray, max_age: np.timedelta64) -> np.ndarray:
+    """Per time in `at`: the row position in `other` (sorted by ts) of its latest observation at
+    or before it, −1 when there is none or it is older than `max_age`."""
+    ts = utc_ns(other["ts"])
+    i = np.searchsorted(ts, at, side="right") - 1
+    fresh = (i >= 0) & (at - ts[np.maximum(i, 0)] <= max_age)
+    return np.where(fresh, i, -1)
+
+
+def standby_flags(other: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per observation of one instance: waiting as standby; answered."""
+    answered = other["reachable"].astype(bool).to_numpy()
+    idle = (other["active"].astype("boolean") == False).fillna(False).to_numpy(dtype=bool)  # noqa: E712
+    return answered & idle & other["role"].isin(STANDBY_ROLES).to_numpy(), answered
+
+
+def unprotected_live(state: pd.DataFrame, params: RiskParams) -> list[dict]:
+    """unprotected-live findings of ONE group (rows of all its instances, any order)."""
+    state = state.sort_values("ts", kind="stable")
+    by_instance = {i: g.reset_index(drop=True) for i, g in state.groupby("instance", sort=True)}
+    out = []
+    for instance, rows in by_instance.items():
+        rows = rows[rows["reachable"].astype(bool)].reset_index(drop=True)  # a missed scrape of the live says nothing
+        if rows.empty:
+            continue
+        ts = utc_ns(rows["ts"])
+        protected = np.zeros(len(rows), dtype=bool)
+        unseen = np.zeros(len(rows), dtype=bool)  # some other instance not answering (or not seen recently)
+        notes: dict[str, str] = {}
+        for other_name, other in by_instance.items():
+            if other_name == instance:
+                continue
+            standby, answered = standby_flags(other)
+            at = latest_of(other, ts, params.standby_max_age)
+            protected |= (at >= 0) & standby[np.maximum(at, 0)]
+            unseen |= (at < 0) | ~answered[np.maximum(at, 0)]
+            notes[other_name] = _other_state(other, at)
+        active = (rows["active"].astype("boolean") == True).fillna(False).to_numpy(dtype=bool)  # noqa: E712
+        starts, ends = true_runs(active & ~protected)
+        bounds = run_bounds(ts, starts, ends)
+        for k, (s, e) in enumerate(zip(starts, ends)):
+            duration = seconds(ts[e] - ts[s])
+            if e == s or duration < params.unprotected_grace_s:  # never from one sample
+                continue
+            first = rows.iloc[s]
+            alone = not notes
+            certainty = "possible" if alone or unseen[s : e + 1].any() else "certain"
+            why = ("no other instance of the group is monitored" if alone
+                   else "; ".join(f"{o} {text(s, e)}" for o, text in notes.items()))
+            row = _finding(
+                "unprotected-live", "error", certainty, first["kind"], first["group_name"], instance,
+                {name: col[k] for name, col in bounds.items()}, duration, params.unprotected_grace_s, "s", why, "", "")
+            row["message"] = (f"{instance} ({first['role']} of {first['group_name']}) served without a backup waiting "
+                              f"for {_secs(duration)} {_span(row)}: {why}")
+            row["advice"] = ("start (or repair) the backup so it waits for the lock / replicates again; until then "
+                             "a failure of the live is an outage, and with replication also data loss")
+            out.append(row)
+    return out
+
+
+def _other_state(other: pd.DataFrame, at: np.ndarray):
+    """How another instance looked over a run of the live's observations, as words (lazy)."""
+    roles = other["role"].to_numpy()
+    answered = other["reachable"].astype(bool).to_numpy()
+    errors = other["error"].to_numpy()
+
+    def text(s: int, e: int) -> str:
+        picked = at[s : e + 1]
+        if (picked < 0).all():
+            return "was not seen"
+        seen = picked[picked >= 0]
+        if not answered[seen].any():
+            err = next((str(x) for x in errors[seen] if x), "no answer")
+            return f"did not answer ({err.split(';')[0][:80]})"
+        shown = sorted({str(roles[i]) for i in seen if answered[i]})
+        return "answered as " + "/".join(shown) + ("" if answered[seen].all() else ", or did not answer")
+
+    return text
+
+
+def stale_backups(state: pd.DataFrame, params: RiskParams) -> list[dict]:
+    """stale-backup findings of ONE Artemis group: backups behind the live's activation sequence."""
+    state = state[state["kind"] == "artemis"].sort_values("ts", kind="stable")
+    seq = pd.to_numeric(state["activation_sequence"], errors="coerce")
+    answered = state["reachable"].astype(bool)
+    live = state[answered & (state["active"].astype("boolean") == True).fillna(False) & (seq > 0)]  # noqa: E712
+    out = []
+    if live.empty:
+        return out
+    live_ts, live_seq = utc_ns(live["ts"]), pd.to_numeric(live["activation_sequence"]).to_numpy(dtype=float)
+    for instance, rows in state[answered & (state["role"] == "backup") & (seq > 0)].groupby("instance"):
+        rows = rows.reset_index(drop=True)
+        ts = utc_ns(rows["ts"])
+        own = pd.to_numeric(rows["activation_sequence"]).to_numpy(dtype=float)
+        at = np.searchsorted(live_ts, ts, side="right") - 1
+        fresh = (at >= 0) & (ts - live_ts[np.maximum(at, 0)] <= params.standby_max_age)
+        theirs = np.where(fresh, live_seq[np.maximum(at, 0)], np.nan)
+        starts, ends = true_runs(own < theirs)
+        bounds = run_bounds(ts, starts, ends)
+        for k, (s, e) in enumerate(zip(starts, ends)):
+            duration = seconds(ts[e] - ts[s])
+            if e == s or duration < params.stale_backup_grace_s:
+                continue
+            first = rows.iloc[s]
+            row = _finding("stale-backup", "warn", "certain", "artemis", first["group_name"], instance,
+                           {name: col[k] for name, col in bounds.items()}, theirs[e] - own[e], 0.0, "count",
+                           f"ActivationSequence backup {own[e]:.0f}, live {theirs[e]:.0f}", "", "")
+            row["message"] = (f"backup {instance} of {first['group_name']} has activation sequence {own[e]:.0f}, behind "
+                              f"its live's {theirs[e]:.0f}, {_span(row)}: it is stale and cannot take over")
+            row["advice"] = "restart the backup so it resynchronizes from the live before it is needed"
+            out.append(row)
+    return out
+
+
+def group_state_risks(state: pd.DataFrame, params: RiskParams) -> pd.DataFrame:
+    """unprotected-live and stale-backup findings of ONE group from its broker_state rows."""
+    if state.empty or state["kind"].iloc[0] not in HA_KINDS:
+        return contract_frame([], RISK_FINDINGS)
+    return contract_frame(unprotected_live(state, params) + stale_backups(state, params), RISK_FINDINGS)
+
+
+# --- over gold tables and config ----------------------------------------------------------------------------
+
+
+def is_vote_quorum(policy: str | None) -> bool:
+    """Artemis HAPolicy names of replication with vote-based quorum (CATALOG §1.2)."""
+    p = (policy or "").lower()
+    return p in ("replicated", "replica") or ("quorum voting" in p and "pluggable" not in p)
+
+
+def is_lock_manager(policy: str | None) -> bool:
+    """Artemis HAPolicy names of replication coordinated by a lock manager (ZooKeeper)."""
+    p = (policy or "").lower()
+    return "lock manager" in p or "pluggable" in p or p in ("primary", "backup")
+
+
+def standing_bounds(first_ts, last_ts) -> dict:
+    """A condition that held over all observations: no observation before or after shows otherwise."""
+    return {"start_ts": first_ts, "start_lower": None, "end_ts": last_ts, "end_upper": None, "is_open": True}
+
+
+def vote_groups(groups: pd.DataFrame, params: RiskParams) -> pd.DataFrame:
+    """The `groups` rows (group summary: group_name, kind, instances, ha_policy, first_ts, last_ts)
+    of Artemis groups with vote-based quorum: the config's `ha.quorum_vote`, else the policy."""
+    def votes(g) -> bool:
+        configured = [params.setting(i, "quorum_vote") for i in g["instances"].split(",")]
+        configured = [c for c in configured if c is not None]
+        return any(configured) if configured else is_vote_quorum(g["ha_policy"])
+
+    art = groups[groups["kind"] == "artemis"]
+    return art[[votes(g) for _, g in art.iterrows()]] if len(art) else art
+
+
+def quorum_findings(groups: pd.DataFrame, intervals: pd.DataFrame, params: RiskParams) -> list[dict]:
+    """quorum-too-small per vote-quorum group; quorum-lost-pair where groups had no live and the
+    rest were fewer than a majority of all."""
+    vote = vote_groups(groups, params)
+    n = len(vote)
+    out = []
+    names = ", ".join(sorted(vote["group_name"]))
+    for _, g in vote.iterrows():
+        if n >= 3:
+            break
+        out.append(_finding(
+            "quorum-too-small", "warn", "certain", "artemis", g["group_name"], None, standing_bounds(g["first_ts"], g["last_ts"]),
+            float(n), 3.0, "pairs", f"vote-quorum groups: {names}",
+            f"{g['group_name']} replicates with vote-based quorum among {n} live/backup pair(s) ({names}): with fewer than "
+            "3, losing one pair leaves no majority to vote — a backup cannot be voted live, and a network split can leave "
+            "both halves believing they may activate",
+            "run at least 3 live/backup pairs in the cluster, or coordinate through ZooKeeper (the lock-manager HA policy) "
+            "instead of votes"))
+    if n >= 2:
+        out += lost_pairs(vote, intervals[intervals["group_name"].isin(vote["group_name"])], n, params)
+    return out
+
+
+def lost_pairs(vote: pd.DataFrame, intervals: pd.DataFrame, n: int, params: RiskParams) -> list[dict]:
+    """Per vote-quorum group: spans longer than the grace with no active instance of its own while
+    fewer than a majority of the n groups had one."""
+    majority = n // 2 + 1
+    out = []
+    cuts = np.unique(np.concatenate([utc_ns(intervals["start_ts"]), utc_ns(intervals["end_ts"]),
+                                     utc_ns(vote["first_ts"]), utc_ns(vote["last_ts"])]))
+    if len(cuts) < 2:
+        return out
+    mids = cuts[:-1] + (cuts[1:] - cuts[:-1]) // 2
+    live = {g: np.zeros(len(mids), dtype=bool) for g in vote["group_name"]}
+    for iv in intervals.itertuples():
+        live[iv.group_name] |= (mids >= utc_ns([iv.start_ts])[0]) & (mids <= utc_ns([iv.end_ts])[0])
+    lives = np.sum(list(live.values()), axis=0)
+    for _, g in vote.iterrows():
+        observed = (mids >= utc_ns([g["first_ts"]])[0]) & (mids <= utc_ns([g["last_ts"]])[0])
+        lost = observed & ~live[g["group_name"]] & (lives < majority)
+        starts, ends = true_runs(lost)
+        for s, e in zip(starts, ends):
+            start, end = cuts[s], cuts[e + 1]
+            if seconds(end - start) < params.unprotected_grace_s:
+                continue
+            bounds = {"start_ts": start, "start_lower": None, "end_ts": end, "end_upper": None, "is_open": e + 1 == len(cuts) - 1}
+            row = _finding("quorum-lost-pair", "error", "certain", "artemis", g["group_name"], None, bounds,
+                           float(lives[s:e + 1].min()), float(majority), "pairs", None, "", "")
+            row["message"] = (f"{g['group_name']} had no live broker {_span(row)} and only {int(lives[s:e + 1].min())} of the "
+                              f"{n} vote-quorum pairs had one, fewer than the {majority} a vote needs: no backup can be "
+                              "voted live until pairs return")
+            row["advice"] = "bring the lost pair back; until then any further failure in the cluster is an outage"
+            out.append(row)
+    return out
+
+
+def restarted_into_split_brain(windows: pd.DataFrame, intervals: pd.DataFrame, params: RiskParams) -> list[dict]:
+    """check-for-live-server-off: Artemis split-brain windows opened by a live that came back."""
+    out = []
+    for w in windows[windows["kind"] == "artemis"].itertuples():
+        start = utc_ns([w.certain_start])[0]
+        mine = intervals[(intervals["group_name"] == w.group_name) & intervals["instance"].isin([w.instance_a, w.instance_b])]
+        iv_ts = utc_ns(mine["start_ts"])
+        later = mine[iv_ts == start]
+        if later.empty:
+            continue
+        came_back = later.iloc[0]["instance"]
+        before = mine[(mine["instance"] == came_back) & (iv_ts < start)]
+        if before.empty:
+            continue  # it had not been live before: not a restarted primary
+        configured = params.setting(came_back, "check_for_live_server")
+        if configured is True:
+            continue
+        other = w.instance_b if came_back == w.instance_a else w.instance_a
+        bounds = {"start_ts": w.certain_start, "start_lower": w.possible_start, "end_ts": w.certain_end,
+                  "end_upper": w.possible_end, "is_open": pd.isna(w.possible_end)}
+        detail = "ha.check_for_live_server: false" if configured is False else "check-for-live-server not configured here"
+        row = _finding("check-for-live-server-off", "critical", "certain" if configured is False else "possible", "artemis",
+                       w.group_name, came_back, bounds, w.duration_s, None, "s", detail, "", "")
+        row["message"] = (f"{came_back}, live of {w.group_name} before, came back and activated at {fmt_ts(w.certain_start)} "
+                          f"while {other} was active: two live brokers for {_secs(w.duration_s)} — a restarted primary "
+                          "that does not check for a live server takes over regardless")
+        row["advice"] = ("set check-for-live-server=true on the primary (with allow-failback on the backup) so a restarted "
+                         "primary asks the cluster first and fails back cleanly; stop one of the two now")
+        out.append(row)
+    return out
+
+
+def shutdown_on_failure_off(groups: pd.DataFrame, params: RiskParams) -> list[dict]:
+    """ActiveMQ targets configured with both shutdownOnMasterFailure and shutdownOnSlaveFailure false."""
+    out = []
+    for _, g in groups[groups["kind"] == "activemq"].iterrows():
+        for instance in g["instances"].split(","):
+            if params.setting(instance, "shutdown_on_master_failure") is False and \
+                    params.setting(instance, "shutdown_on_slave_failure") is False:
+                out.append(_finding(
+                    "shutdown-on-failure-off", "warn", "certain", "activemq", g["group_name"], instance,
+                    standing_bounds(g["first_ts"], g["last_ts"]), None, None, None,
+                    "shutdownOnMasterFailure=false, shutdownOnSlaveFailure=false",
+                    f"{instance} ({g['group_name']}) has both shutdownOnMasterFailure and shutdownOnSlaveFailure false: when "
+                    "its partner fails it keeps running on its own copy, and the two copies of the store can diverge",
+                    "set shutdownOnSlaveFailure=true on the master (or waitForSlave) and shutdownOnMasterFailure=true on "
+                    "the slave, or move to a shared store / JDBC lock"))
+    return out
+
+
+def failover_duration(events: pd.DataFrame, groups: pd.DataFrame, params: RiskParams) -> list[dict]:
+    """failover-duration: a failover's outage compared with the configuration that bounds it."""
+    policy = dict(zip(groups["group_name"], groups["ha_policy"]))
+    out = []
+    for ev in events[events["event_type"].isin(["failover", "failback"])].itertuples():
+        outage = ev.outage_upper_s if not pd.isna(ev.outage_upper_s) else ev.detection_s
+        if pd.isna(outage):
+            continue
+        said = describe_bound(ev, outage, policy.get(ev.group_name), params)
+        if said is None:
+            continue
+        threshold, message, advice, detail = said
+        bounds = {"start_ts": ev.old_last_active, "start_lower": None, "end_ts": ev.new_first_active,
+                  "end_upper": None, "is_open": False}
+        row = _finding("failover-duration", "warn", "certain", ev.kind, ev.group_name, ev.to_instance, bounds,
+                       float(outage), threshold, "s", detail, message, advice)
+        row["finding_id"] = stable_id("failover-duration", ev.event_id)
+        out.append(row)
+    return out
+
+
+def describe_bound(ev, outage_s: float, policy: str | None, params: RiskParams):
+    """(threshold s, message, advice, detail) when configuration decided how long `ev` took, else None."""
+    head = f"{ev.event_type} {ev.from_instance} → {ev.to_instance} in {ev.group_name} took ≤ {_secs(outage_s)}"
+    if ev.kind == "activemq":
+        lease = params.setting(ev.to_instance, "lease_duration_ms")
+        sleep = params.setting(ev.to_instance, "lock_acquire_sleep_ms")
+        bound_ms = lease or sleep or DEFAULT_LOCK_ACQUIRE_SLEEP_MS
+        if outage_s < BOUND_SHARE * bound_ms / 1000:
+            return None
+        if lease:
+            what, key = f"the old master's lease ({_secs(lease / 1000)}) had to expire", "lease_duration_ms"
+            advice = "shorten the lease (the locker's lockAcquireSleepInterval) if failovers must be faster; keep it above the DB's hiccups"
+        else:
+            default = "" if sleep else " (default)"
+            what, key = f"the slave retries the lock only every lockAcquireSleepInterval = {_secs(bound_ms / 1000)}{default}", "lock_acquire_sleep_ms"
+            advice = "lower lockAcquireSleepInterval on the locker (e.g. 1–2 s) to shorten failovers"
+        return bound_ms / 1000, f"{head}: {what}", advice, f"{key}={bound_ms}"
+    if ev.kind == "artemis" and is_lock_manager(policy):
+        t = params.timeouts_ms.get(ev.to_instance, {"connection_ttl_ms": 60000.0, "zk_session_ms": 18000.0})
+        ttl, session = t["connection_ttl_ms"], t["zk_session_ms"]
+        if ttl < TTL_OVER_SESSION * session:
+            return None
+        return (ttl / 1000,
+                f"{head}; the backup can activate once the ZooKeeper session of the live expired (session-ms "
+                f"{_secs(session / 1000)}), but clients notice a dead live only after connection-ttl {_secs(ttl / 1000)}: "
+                "they hang on to it long after the failover",
+                "set connection-ttl-override (and the clients' connection-ttl / client-failure-check-period) near "
+                "session-ms so clients fail over when the backup does",
+                f"connection_ttl_ms={ttl:.0f}, zk_session_ms={session:.0f}")
+    return None
+
+
+# --- Spark wiring ----------------------------------------------------------------------------------------------
+
+
+def state_risks(state: DataFrame, params: RiskParams) -> DataFrame:
+    def per_group(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
+        return group_state_risks(pdf, params)
+
+    return (state.where(F.col("kind").isin(*HA_KINDS)).select(*STATE_COLUMNS)
+            .groupBy("group_name").applyInPandas(per_group, RISK_FINDINGS.spark_schema()))
+
+
+def group_summary(state: DataFrame) -> pd.DataFrame:
+    """Per HA group: kind, instances (comma-separated), last reported HAPolicy, first and last
+    observation — what the config and quorum rules need (one row per group)."""
+    return (state.where(F.col("kind").isin(*HA_KINDS)).groupBy("group_name").agg(
+        F.first("kind").alias("kind"),
+        F.concat_ws(",", F.array_sort(F.collect_set("instance"))).alias("instances"),
+        F.max_by("ha_policy", F.when(F.col("ha_policy").isNotNull(), F.col("ts"))).alias("ha_policy"),
+        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+    ).toPandas())
+
+
+def gold_risks(groups: pd.DataFrame, intervals: pd.DataFrame, windows: pd.DataFrame, events: pd.DataFrame,
+               params: RiskParams) -> pd.DataFrame:
+    """The rules over gold tables and config, as one frame."""
+    rows = (quorum_findings(groups, intervals, params) + restarted_into_split_brain(windows, intervals, params)
+            + shutdown_on_failure_off(groups, params) + failover_duration(events, groups, params))
+    return contract_frame(rows, RISK_FINDINGS)
+
+
+def run_risk(slh, params: RiskParams, progress=None, commit_info: dict | None = None) -> dict[str, int]:
+    """broker_state + role_intervals, split_brain_windows, failover_events → risk_findings (whole
+    table every run: its inputs are small per group, and the rules look at whole histories)."""
+    (progress or (lambda m: None))("gold risk_findings")
+    state = slh.read("broker_state", columns=[*STATE_COLUMNS, "ha_policy"])
+    small = {t: slh.read(t).toPandas() for t in ("role_intervals", "split_brain_windows", "failover_events")}
+    found = gold_risks(group_summary(state), small["role_intervals"], small["split_brain_windows"],
+                       small["failover_events"], params)
+    df = state_risks(state, params).unionByName(slh.spark.createDataFrame(found, RISK_FINDINGS.spark_schema()))
+    return {"risk_findings": slh.write("risk_findings", df, commit_info=commit_info)}

@@ -1,0 +1,448 @@
+"""The dashboard's pure parts on tiny gold tables written per contract: data selection and
+aggregation, figures, layouts, auth, routing and the CLI. Fast; the browser tests are in
+tests/test_dashboard_browser.py."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from dash import dcc
+
+from brokerscope.cli import main
+from dashboards import data as D
+from dashboards import layout as L
+from dashboards.app import create_app, route, view_range, zoomed_range
+from dashboards.figures import esc, incident_timeline
+from dashboards.settings import DashboardAuth, DashboardSettings, check_exposure
+from lakehouse.store import Lakehouse
+
+T0 = datetime(2026, 11, 23, 11, 0, tzinfo=timezone.utc)
+XSS = '<img src=x onerror="document.title=\'pwned\'">'
+INCIDENT = "inc-split-1"
+
+
+def at(s: float) -> datetime:
+    return T0 + timedelta(seconds=s)
+
+
+def tiny_lakehouse(root, xss: str = XSS) -> Lakehouse:
+    """A split brain in group `pair` (art-a, art-b), one GC pause, a stuck queue named `xss`, the
+    incident and its evidence: gold tables written per contract, plus a broker_state series."""
+    lh = Lakehouse(root)
+    lh.overwrite("role_intervals", [
+        dict(interval_id="ia", kind="artemis", group_name="pair", instance="art-a", start_ts=at(0), end_ts=at(11),
+             start_lower=None, end_upper=None, is_open=True, observations=12, unanswered_inside=0),
+        dict(interval_id="ib", kind="artemis", group_name="pair", instance="art-b", start_ts=at(6), end_ts=at(11),
+             start_lower=at(5), start_lower_state="inactive", is_open=True, observations=6, unanswered_inside=0),
+    ])
+    lh.overwrite("split_brain_windows", [dict(
+        window_id="w1", kind="artemis", group_name="pair", instance_a="art-a", instance_b="art-b",
+        certain_start=at(6.009), certain_end=at(11.004), possible_start=at(5.009), possible_end=None,
+        certainty="certain", duration_s=4.995, enqueued_a=100, enqueued_b=60)])
+    lh.overwrite("failover_events", [])
+    lh.overwrite("gc_findings", [dict(
+        finding_id="gc1", code="gc.pause-over-third-session", severity="error", target="art-a", group_name="pair",
+        ts=at(4), file_id="f1", value=7000.0, threshold=6000.0, unit="ms", message="art-a paused 7.0 s",
+        advice="tune the heap")])
+    lh.overwrite("stuck_messages", [dict(
+        finding_id="st1", code="no-consumers", severity="warn", certainty="certain", kind="artemis", group_name="pair",
+        instance="art-b", destination=xss, start_ts=at(6), end_ts=at(11), is_open=True, duration_s=5.0,
+        messages=40, message=f"{xss} holds 40 messages with no consumer", advice="add a consumer")])
+    lh.overwrite("finding_causes", [dict(
+        cause_id="c1", effect_table="split_brain_windows", effect_id="w1", cause_table="gc_findings",
+        cause_id_ref="gc1", cause_code="gc.pause-over-third-session", group_name="pair", instance="art-a",
+        cause_ts=at(4), effect_ts=at(6.009), lead_s=2.0, confidence="likely",
+        message="art-a paused 7.0 s in a full GC at 11:00:04; art-b activated at 11:00:06")])
+    lh.overwrite("incidents", [dict(
+        incident_id=INCIDENT, cluster="pair", kind="artemis", severity="critical", status="open", start_ts=at(4),
+        end_ts=at(11.004), duration_s=7.004, title="split brain in pair (certain, 5.0 s)",
+        narrative="art-a paused 7.0 s in a full GC.\nart-b activated while art-a stayed live: both took messages.",
+        advice="Enable a quorum of at least 3 pairs.\nKeep GC pauses under a third of session-ms.",
+        instances="art-a,art-b", codes="split-brain,gc.pause-over-third-session,no-consumers", finding_count=3,
+        has_split_brain=True, has_failover=False)])
+    lh.overwrite("incident_evidence", [
+        dict(incident_id=INCIDENT, source_table="split_brain_windows", source_id="w1", code="split-brain",
+             severity="critical", group_name="pair", instance="art-a,art-b", start_ts=at(6.009), end_ts=at(11.004),
+             message="art-a and art-b both live for 5.0 s"),
+        dict(incident_id=INCIDENT, source_table="gc_findings", source_id="gc1", code="gc.pause-over-third-session",
+             severity="error", group_name="pair", instance="art-a", start_ts=at(4), end_ts=at(4),
+             message="art-a paused 7.0 s"),
+        dict(incident_id=INCIDENT, source_table="stuck_messages", source_id="st1", code="no-consumers",
+             severity="warn", group_name="pair", instance="art-b", start_ts=at(6), end_ts=at(11),
+             message=f"{xss} holds 40 messages with no consumer"),
+    ])
+    state = []
+    for i in range(12):
+        for inst, active, enq in (("art-a", True, 1000 + 20 * i), ("art-b", i >= 6, 15 * max(0, i - 6))):
+            ts = at(i + (0.004 if inst == "art-a" else 0.009))
+            state.append(dict(obs_key=f"{inst}-{i}", ts=ts, obs_date=ts.date().isoformat(), kind="artemis",
+                              group_name="pair", instance=inst, reachable=True, active=active,
+                              role="live" if active else "backup", replica_sync=i < 4, connections=2 if active else 0,
+                              total_enqueued=enq, total_dequeued=enq - 10))
+    lh.overwrite("broker_state", state)
+    return lh
+
+
+@pytest.fixture
+def gold(tmp_path):
+    return D.Gold(tiny_lakehouse(tmp_path / "lh"))
+
+
+def texts(component) -> str:
+    """All text a person would read in a Dash component tree."""
+    if component is None:
+        return ""
+    if isinstance(component, (str, int, float)):
+        return str(component)
+    if isinstance(component, (list, tuple)):
+        return " ".join(texts(c) for c in component)
+    return texts(getattr(component, "children", None))
+
+
+def find(component, cid: str):
+    if isinstance(component, (list, tuple)):
+        return next((f for f in (find(c, cid) for c in component) if f is not None), None)
+    if getattr(component, "id", None) == cid:
+        return component
+    return find(getattr(component, "children", None), cid) if hasattr(component, "children") else None
+
+
+# --- data ---------------------------------------------------------------------------------------------
+
+
+def test_incident_bundle_gathers_evidence_findings_and_causes(gold):
+    b = D.load_incident(gold, INCIDENT)
+    assert [r["source_id"] for r in b.evidence] == ["gc1", "st1", "w1"]  # by start
+    assert [w["window_id"] for w in b.findings["split_brain_windows"]] == ["w1"]
+    assert [c["cause_id"] for c in b.causes] == ["c1"]
+    tl = b.timeline
+    assert tl.instances == ["art-a", "art-b"]
+    assert [w["window_id"] for w in tl.split_brains] == ["w1"] and [g["finding_id"] for g in tl.gc_pauses] == ["gc1"]
+    assert tl.bucket_s == 0 and set(tl.series) == {"art-a", "art-b"}
+    # one point per observation; rates from the counters: art-a +20 per second
+    assert len(tl.series["art-a"]["ts"]) == 12 and tl.series["art-a"]["in_per_s"][1:3].tolist() == [20.0, 20.0]
+
+
+def test_unknown_incident_and_missing_table_say_what_to_do(gold, tmp_path):
+    with pytest.raises(D.NotFound, match="no incident 'nope'"):
+        D.load_incident(gold, "nope")
+    empty = D.Gold(Lakehouse(tmp_path / "empty"))
+    with pytest.raises(D.MissingTable) as e:
+        D.incident_list(empty)
+    assert e.value.table == "incidents" and "brokerscope analyze" in str(e.value)
+
+
+def test_long_ranges_are_aggregated_server_side():
+    import pyarrow as pa
+
+    n = 50_000
+    ts = [T0 + timedelta(milliseconds=100 * i) for i in range(n)]
+    state = pa.table({"ts": pa.array(ts, pa.timestamp("us", tz="UTC")), "instance": ["a"] * n,
+                      "connections": list(range(n)), "total_enqueued": [10 * i for i in range(n)],
+                      "total_dequeued": [5 * i for i in range(n)]})
+    series, bucket_s = D.bucketed_series(state, ts[0], ts[-1], 500)
+    s = series["a"]
+    assert bucket_s == pytest.approx(10.0, rel=0.01) and 490 <= len(s["ts"]) <= 501
+    assert s["connections"][1] == pytest.approx(199, abs=1)  # the bucket's largest value
+    assert s["in_per_s"][5] == pytest.approx(100.0)  # 10 messages per 0.1 s, whatever the bucket
+
+
+def test_rates_are_not_negative_across_a_restart():
+    import pyarrow as pa
+
+    ts = [T0 + timedelta(seconds=i) for i in range(4)]
+    state = pa.table({"ts": pa.array(ts, pa.timestamp("us", tz="UTC")), "instance": ["a"] * 4,
+                      "connections": [1, 1, 1, 1], "total_enqueued": [10, 20, 0, 5], "total_dequeued": [0, 0, 0, 0]})
+    series, _ = D.bucketed_series(state, ts[0], ts[-1], 100)
+    assert np.array_equal(series["a"]["in_per_s"], [np.nan, 10.0, np.nan, 5.0], equal_nan=True)
+
+
+def test_overview_puts_the_worst_group_first(gold):
+    lh = gold.lh
+    lh.append("role_intervals", [dict(interval_id="q", kind="activemq", group_name="calm", instance="amq-a",
+                                      start_ts=at(0), end_ts=at(11), is_open=True, observations=3, unanswered_inside=0)])
+    groups = D.group_statuses(gold)
+    assert [g["group"] for g in groups] == ["pair", "calm"]
+    pair = groups[0]
+    assert sorted(pair["live"]) == ["art-a", "art-b"] and [i["incident_id"] for i in pair["incidents"]] == [INCIDENT]
+    card = texts(L.group_card(pair))
+    assert "more than one live" in card and "art-b: live" in card
+
+
+def test_finding_views_filter_by_group_and_time_and_link_to_incidents(gold):
+    view = D.VIEW_BY_PATH["/stuck"]
+    got, total, groups = D.finding_rows(gold, view, group="pair")
+    assert total == 1 and groups == ["pair"] and got[0]["destination"] == XSS
+    assert D.finding_rows(gold, view, group="other")[1] == 0
+    assert D.finding_rows(gold, view, since=at(7))[1] == 0
+    assert D.incident_of_findings(gold)["st1"] == INCIDENT
+    page = route(gold, "/stuck")
+    table = find(page, "findings")
+    assert XSS in texts(table) and "open incident" in texts(table)
+
+
+# --- figures --------------------------------------------------------------------------------------------
+
+
+def test_timeline_figure_draws_roles_windows_markers_and_series(gold):
+    fig = incident_timeline(D.load_incident(gold, INCIDENT).timeline, "split brain in <b>pair</b>")
+    names = [t.name for t in fig.data]
+    assert "active (observed)" in names and "GC pause" in names
+    assert {"art-a connections", "art-b in/s", "art-b out/s"} <= set(names)
+    shapes = {s.name: s for s in fig.layout.shapes}
+    certain, possible = shapes["split brain (certain)"], shapes["split brain (possible)"]
+    assert certain.fillcolor != possible.fillcolor and possible.line.dash == "dot"
+    assert certain.x0 == at(6.009) and certain.x1 == at(11.004)
+    assert fig.layout.title.text == "split brain in &lt;b&gt;pair&lt;/b&gt;"
+    assert [b.label for b in fig.layout.xaxis.rangeselector.buttons] == ["all", "1 h", "10 min", "1 min"]
+
+
+def test_user_names_are_escaped_in_every_figure_string(tmp_path):
+    evil = "<script>alert(1)</script>"
+    lh = tiny_lakehouse(tmp_path / "lh")
+    rows = lh.read("role_intervals").to_pylist()
+    for r in rows:
+        r["instance"] = evil + r["instance"]
+    lh.overwrite("role_intervals", rows)
+    fig = incident_timeline(D.load_incident(D.Gold(lh), INCIDENT).timeline, evil)
+    strings = list(_strings(json.loads(fig.to_json())))
+    assert not [s for s in strings if "<script" in s]
+    assert any(esc(evil) + "art-a" in s for s in strings)  # tick labels, hover text
+    assert esc(evil) in fig.layout.title.text
+
+
+def _strings(o):
+    if isinstance(o, dict):
+        for v in o.values():
+            yield from _strings(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from _strings(v)
+    elif isinstance(o, str):
+        yield o
+
+
+def test_view_ranges_and_zoom(gold):
+    inc = D.incident(gold, INCIDENT)
+    lo, hi = view_range(gold, inc, "incident")
+    assert lo < at(4) and hi > at(11.004)
+    assert view_range(gold, inc, "1h") == (at(4) - timedelta(hours=1), at(11.004) + timedelta(hours=1))
+    assert zoomed_range(["2026-11-23 11:00:03.5", "2026-11-23 11:00:07"]) == (at(3.5), at(7))
+    assert zoomed_range("reset") is None and zoomed_range(["x", "y"]) is None
+
+
+# --- layouts --------------------------------------------------------------------------------------------
+
+
+def test_incident_layout_shows_narrative_windows_advice_and_evidence_as_text(gold):
+    page = route(gold, "/incident/" + INCIDENT)
+    assert texts(find(page, "incident-title")) == "split brain in pair (certain, 5.0 s)"
+    assert "both took messages" in texts(find(page, "narrative"))
+    windows = texts(find(page, "windows"))
+    assert "2026-11-23 11:00:06.009 UTC → 2026-11-23 11:00:11.004 UTC" in windows and "art-a + art-b" in windows
+    assert "Enable a quorum of at least 3 pairs." in texts(find(page, "advice"))
+    evidence = find(page, "evidence")
+    assert f"{XSS} holds 40 messages" in texts(evidence)
+    assert not any(isinstance(c, dcc.Markdown) for c in _walk(page))  # text only, never markup
+    assert find(page, "report-html").href == f"/report/{INCIDENT}.html"
+
+
+def _walk(c):
+    yield c
+    kids = getattr(c, "children", None)
+    for k in kids if isinstance(kids, (list, tuple)) else [kids] if kids is not None else []:
+        if not isinstance(k, str):
+            yield from _walk(k)
+
+
+def test_missing_incident_tables_give_a_page_naming_table_and_command(tmp_path):
+    lh = tiny_lakehouse(tmp_path / "lh")
+    import shutil
+
+    shutil.rmtree(lh.uri("incidents"))
+    gold = D.Gold(lh)
+    page = route(gold, "/incident/" + INCIDENT)
+    assert texts(find(page, "missing-command")) == "brokerscope analyze -c CFG"
+    assert "incidents" in texts(page)
+    overview = route(gold, "/")
+    assert "pair" in texts(overview) and "brokerscope analyze -c CFG" in texts(overview)
+
+
+def test_an_empty_lakehouse_says_how_to_fill_it(tmp_path):
+    page = route(D.Gold(Lakehouse(tmp_path / "lh")), "/")
+    assert "brokerscope analyze" in texts(page) and "brokerscope replay" in texts(page)
+
+
+# --- app, auth, settings, CLI ----------------------------------------------------------------------------
+
+
+def client(gold, auth: DashboardAuth | None = None, password=None):
+    app = create_app(gold, DashboardSettings(auth=auth or DashboardAuth()), password)
+    return app.server.test_client()
+
+
+def test_report_route_serves_html_and_markdown(gold):
+    c = client(gold)
+    r = c.get(f"/report/{INCIDENT}.html")
+    assert r.status_code == 200 and r.mimetype == "text/html" and "split brain in pair" in r.get_data(as_text=True)
+    md = c.get(f"/report/{INCIDENT}.md")
+    assert md.status_code == 200 and "attachment" in md.headers["Content-Disposition"]
+    assert c.get("/report/nope.html").status_code == 404
+    assert c.get(f"/report/{INCIDENT}.pdf").status_code == 404
+
+
+def test_basic_auth_guards_pages_callbacks_and_reports(gold):
+    c = client(gold, DashboardAuth(mode="basic", username="sre", password_env="X"), "s3cret")
+    for path in ("/", f"/report/{INCIDENT}.html", "/_dash-layout"):
+        assert c.get(path).status_code == 401
+    bad = base64.b64encode(b"sre:wrong").decode()
+    assert c.get("/", headers={"Authorization": f"Basic {bad}"}).status_code == 401
+    good = base64.b64encode(b"sre:s3cret").decode()
+    r = c.get("/", headers={"Authorization": f"Basic {good}"})
+    assert r.status_code == 200 and r.headers["X-Frame-Options"] == "DENY"
+
+
+def test_proxy_auth_trusts_only_the_proxy_and_its_header(gold):
+    c = client(gold, DashboardAuth(mode="proxy", proxy_header="X-Auth-User", trusted_proxies=["127.0.0.1"]))
+    assert c.get("/").status_code == 401  # from the proxy's address, without the header
+    assert c.get("/", headers={"X-Auth-User": "ana"}).status_code == 200
+    assert c.get("/", headers={"X-Auth-User": "ana"}, environ_base={"REMOTE_ADDR": "10.1.2.3"}).status_code == 403
+
+
+def test_exposure_and_password_errors_name_the_fix(tmp_path, monkeypatch):
+    check_exposure(DashboardSettings(), "127.0.0.1")
+    with pytest.raises(ValueError, match="refusing to listen on 0.0.0.0 without authentication"):
+        check_exposure(DashboardSettings(), "0.0.0.0")
+    check_exposure(DashboardSettings(auth=DashboardAuth(mode="basic", password_env="P")), "0.0.0.0")
+    monkeypatch.delenv("P", raising=False)
+    with pytest.raises(ValueError, match="environment variable P is not set"):
+        DashboardAuth(mode="basic", password_env="P").password()
+    (tmp_path / "pw").write_text("hunter2\n")
+    assert DashboardAuth(mode="basic", password_file=tmp_path / "pw").password() == "hunter2"
+
+
+def _config(tmp_path, lakehouse) -> str:
+    p = tmp_path / "bs.yaml"
+    p.write_text(f"lakehouse: {lakehouse}\ntargets: []\n")
+    return str(p)
+
+
+def test_cli_report_writes_a_file_and_refuses_unknown_ids(tmp_path, capsys):
+    tiny_lakehouse(tmp_path / "lh")
+    cfg = _config(tmp_path, tmp_path / "lh")
+    assert main(["report", INCIDENT, "-c", cfg, "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
+    assert "split brain in pair" in (tmp_path / "r.md").read_text()
+    assert main(["report", "nope", "-c", cfg]) == 2
+    assert "no incident 'nope'" in capsys.readouterr().err
+
+
+def test_cli_dashboard_refuses_exposure_and_a_missing_lakehouse(tmp_path, capsys):
+    cfg = _config(tmp_path, tmp_path / "nothing-here")
+    assert main(["dashboard", "-c", cfg, "--host", "0.0.0.0"]) == 2
+    assert "without authentication" in capsys.readouterr().err
+    assert main(["dashboard", "-c", cfg]) == 2
+    err = capsys.readouterr().err
+    assert "no lakehouse at" in err and "brokerscope analyze" in err
+
+
+def test_every_page_renders_and_says_what_is_missing(gold):
+    lh = gold.lh
+    lh.overwrite("replication_findings", [dict(
+        finding_id="rf1", code="replication-lag", severity="warn", certainty="certain", kind="kafka", group_name="dc1",
+        flow="mirrormaker2", topic=XSS, partition=0, start_ts=at(1), end_ts=at(9), is_open=False, duration_s=8.0,
+        value_max=120.0, unit="s", message="lag 120 s", advice="scale the connector")])
+    lh.overwrite("replication_lag", [dict(
+        ts=at(i), obs_date=at(i).date().isoformat(), kind="kafka", group_name="dc1", instance="mm2", flow="mirrormaker2",
+        topic=XSS, partition=0, observed=True, lag_s=float(10 * i), lag_s_method="interpolated", window_commits=1,
+        window_complete=1.0) for i in range(10)])
+    lag = route(gold, "/lag")
+    assert "lag 120 s" in texts(find(lag, "findings")) and XSS in texts(find(lag, "findings"))
+    fig = find(lag, "lag-figure").figure
+    assert fig.data[0].name == esc(f"mirrormaker2 {XSS} 0") and list(fig.data[0].y) == [float(10 * i) for i in range(10)]
+    assert "art-a paused 7.0 s" in texts(route(gold, "/gc"))
+    assert "open incident" in texts(find(route(gold, "/gc"), "findings"))  # gc1 is evidence of the incident
+    assert texts(find(route(gold, "/zookeeper"), "missing-command")) == "brokerscope analyze -c CFG"
+    assert "brokerscope run -c CFG" in texts(find(route(gold, "/alerts"), "missing-command"))
+    assert "There is no page /nope" in texts(route(gold, "/nope"))
+
+
+def callback(c, output: str, inputs: dict, state: dict, changed: str):
+    """POST one Dash callback as the browser does; the JSON answer."""
+    cid, prop = output.split(".")
+    body = {"output": output, "outputs": {"id": cid, "property": prop},
+            "inputs": [{"id": k.split(".")[0], "property": k.split(".")[1], "value": v} for k, v in inputs.items()],
+            "state": [{"id": k.split(".")[0], "property": k.split(".")[1], "value": v} for k, v in state.items()],
+            "changedPropIds": [changed]}
+    r = c.post("/_dash-update-component", json=body)
+    assert r.status_code in (200, 204), r.get_data(as_text=True)[:500]
+    return r.get_json() if r.status_code == 200 else None
+
+
+def test_callbacks_filter_views_and_redraw_the_timeline(gold):
+    c = client(gold)
+    got = callback(c, "findings-content.children", {"f-group.value": "pair", "f-since.value": "", "f-until.value": ""},
+                   {"url.pathname": "/stuck"}, "f-group.value")
+    assert "1 finding(s)" in json.dumps(got) and json.dumps(XSS)[1:-1] in json.dumps(got)  # as a text child
+    got = callback(c, "findings-content.children", {"f-group.value": None, "f-since.value": "2026-11-23T11:00:07Z",
+                                                     "f-until.value": ""}, {"url.pathname": "/stuck"}, "f-since.value")
+    assert "0 finding(s)" in json.dumps(got)
+    got = callback(c, "findings-content.children", {"f-group.value": None, "f-since.value": "yesterday-ish",
+                                                     "f-until.value": ""}, {"url.pathname": "/stuck"}, "f-since.value")
+    assert "time filter:" in json.dumps(got) and "not a duration" in json.dumps(got)
+    fig = callback(c, "timeline.figure", {"range-choice.value": "1h", "zoom.data": None},
+                   {"incident-id.data": INCIDENT}, "range-choice.value")["response"]["timeline"]["figure"]
+    assert fig["layout"]["xaxis"]["range"][0].startswith("2026-11-23T10:00:04")
+    fig = callback(c, "timeline.figure", {"range-choice.value": "1h", "zoom.data": ["2026-11-23 11:00:05", "2026-11-23 11:00:08"]},
+                   {"incident-id.data": INCIDENT}, "zoom.data")["response"]["timeline"]["figure"]
+    assert [r[:19] for r in fig["layout"]["xaxis"]["range"]] == ["2026-11-23T11:00:05", "2026-11-23T11:00:08"]
+
+
+def test_alerts_show_on_the_timeline_overview_and_history_with_links(gold):
+    ann = json.dumps({"summary": f"split brain in pair on {XSS}", "incident_id": INCIDENT})
+    gold.lh.overwrite("alert_history", [
+        dict(fingerprint="fp1", alertname="SplitBrain", severity="critical", cluster="pair", status="firing",
+             starts_at=at(6.009), changed_at=at(7), labels_json="{}", annotations_json=ann),
+        dict(fingerprint="fp2", alertname="FailoverHappened", severity="warning", cluster="pair", status="firing",
+             starts_at=at(1), changed_at=at(2), labels_json="{}", annotations_json="{}"),
+        dict(fingerprint="fp2", alertname="FailoverHappened", severity="warning", cluster="pair", status="resolved",
+             starts_at=at(1), ends_at=at(3), changed_at=at(3), labels_json="{}", annotations_json="{}"),
+        dict(fingerprint="fp9", alertname="SplitBrain", severity="critical", cluster="other", status="firing",
+             starts_at=at(1), changed_at=at(1), labels_json="{}", annotations_json="{}"),
+    ])
+    gold.lh.overwrite("alert_notifications", [
+        dict(notification_id="n1", receiver="oncall", receiver_type="webhook", group_key="{}", seq=1, status="firing",
+             reason="first notification", firing_fingerprints=["fp1"], resolved_fingerprints=[], attempt=1,
+             outcome="sent", sent_at=at(7.5)),
+        dict(notification_id="n2", receiver="oncall", receiver_type="webhook", group_key="{}", seq=1, status="firing",
+             reason="first notification", firing_fingerprints=["fp9"], resolved_fingerprints=[], attempt=1,
+             outcome="sent", sent_at=at(7.5)),
+    ])
+    tl = D.load_incident(gold, INCIDENT).timeline
+    assert [a["text"] for a in tl.alerts] == ["firing: FailoverHappened", "resolved: FailoverHappened",
+                                              "firing: SplitBrain", "sent to oncall (firing)"]
+    fig = incident_timeline(tl, "t")
+    assert "🔔 sent to oncall (firing)" in [a.text for a in fig.layout.annotations]
+    groups = {g["group"]: g for g in D.group_statuses(gold)}
+    assert groups["pair"]["alerts"] == 1 and groups["other"]["alerts"] == 1  # fp2 was resolved
+    page = route(gold, "/alerts")
+    table = find(page, "findings")
+    assert f"split brain in pair on {XSS}" in texts(table) and "open incident" in texts(table)
+
+
+def test_zookeeper_elections_and_lease_handovers_are_markers(gold):
+    gold.lh.overwrite("zk_findings", [dict(
+        finding_id="zf1", code="zk.lock-handover", severity="warn", ensemble="zk1", group_name="pair", instance="art-b",
+        start_ts=at(5.5), end_ts=at(6.2), observations=2, message="the lock passed from art-a's session to art-b")])
+    gold.lh.overwrite("zk_elections", [dict(
+        election_id="e1", ensemble="zk1", old_leader="zk-1", new_leader="zk-2", old_last_seen=at(3), old_gone_seen=at(4),
+        new_first_seen=at(5), elected_at=at(4.6), duration_upper_s=1.6, cause="old leader unanswered")])
+    fig = incident_timeline(D.load_incident(gold, INCIDENT).timeline, "t")
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["ZooKeeper election"].y) == ["ZooKeeper zk1"]
+    assert "zk-1 → zk-2" in by_name["ZooKeeper election"].hovertext[0]
+    assert list(by_name["lease handover / loss"].y) == ["ZooKeeper zk1"]
+    assert "ZooKeeper zk1" in fig.layout.yaxis.categoryarray

@@ -1,0 +1,137 @@
+"""The fault drills (brokerscope.drills): each runs a real fault in the lab, writes its ground
+truth beside a recording, is analysed with Spark and scored against that truth. kill-master runs in
+tests/test_drill_live.py (with its replay). Plus fast tests of the pieces: the scorecard, the TCP
+proxy that cuts a database path, the unanswered-run detection."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from brokerscope.drills import DRILLS, drill_module, run_drill
+from brokerscope.drills.common import Scorecard
+from brokerscope.drills.pause_master import unanswered_runs
+from infra.tcp_proxy import TcpProxy
+from tests.drill_checks import assert_passed
+
+LIVE = ["pause-master", "lease-split-brain", "misconfigured-pair", "zk-leader-loss", "zk-quorum-loss", "gc-pause"]
+
+
+def our_processes(workdir: Path) -> list[str]:
+    """PIDs whose command line names this drill's lab (JVMs carry -Dbrokerscope.lab=<dir>, postgres -D <dir>)."""
+    marker = str(workdir).encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker in cmd and int(pid) != os.getpid():
+            found.append(pid)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.drill
+@pytest.mark.parametrize("name", LIVE)
+def test_drill_meets_the_bar(name, tmp_path, spark):
+    workdir = tmp_path / name
+    card = run_drill(name, workdir, 0.5, spark=spark)
+    print("\n" + card.render())
+    truth = json.loads((workdir / "ground_truth.json").read_text())
+    report = json.loads((workdir / "report.json").read_text())
+    assert truth["drill"] == name and report["drill"] == name
+    assert (workdir / "recording.jsonl.gz").stat().st_size > 0
+    assert our_processes(workdir / "lab") == []  # every process the drill started is gone
+    assert_passed(card)
+
+
+def test_every_drill_has_a_run_and_a_score():
+    for name in DRILLS:
+        mod = drill_module(name)
+        assert callable(mod.run) and callable(mod.score) and mod.SUMMARY
+    with pytest.raises(KeyError, match="unknown drill 'nope'; drills are: kill-master"):
+        drill_module("nope")
+
+
+def test_scorecard_bounds_are_one_scrape_interval_either_way():
+    card = Scorecard("t", 0.5)
+    card.boundary("in", 10.55, 10.0)
+    assert card.passed and card.boundaries == {"in": 0.55}
+    card.boundary("late", 10.7, 10.0)
+    card.boundary("early", 9.3, 10.0)
+    card.boundary("missing", None, 10.0)
+    assert [f.split(":")[0] for f in card.failures] == ["late", "early", "missing"]
+    assert card.to_json()["boundary_errors_intervals"]["late"] == 1.4
+
+
+def test_scorecard_counts_a_miss_and_a_false_finding_as_failures():
+    card = Scorecard("t", 0.5)
+    card.detect("split brain", False, "no row")
+    card.expect_none("failover", [{"x": 1}])
+    assert not card.passed
+    assert card.failures == ["split brain not detected: no row", "false failover: {'x': 1}"]
+    assert "✗ split brain" in card.render()
+
+
+def _state(t0: datetime, s: float, reachable: bool) -> dict:
+    return {"ts": t0 + timedelta(seconds=s), "reachable": reachable, "scrape_ms": 5.0}
+
+
+def test_unanswered_runs_are_bracketed_by_answered_scrapes():
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    states = [_state(t0, s, r) for s, r in [(0, True), (0.5, False), (1.5, False), (2.0, True), (2.5, False)]]
+    runs = unanswered_runs(states)
+    assert [(a["ts"], b and b["ts"], c and c["ts"]) for a, b, c in runs] == [
+        (states[1]["ts"], states[0]["ts"], states[3]["ts"]), (states[4]["ts"], states[3]["ts"], None)]
+
+
+class EchoServer:
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _echo(conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(4096):
+                conn.sendall(data)
+
+
+def test_tcp_proxy_holds_bytes_while_cut_and_delivers_them_after_the_heal():
+    echo = EchoServer()
+    with TcpProxy(("127.0.0.1", echo.port)) as proxy, socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as c:
+        c.sendall(b"before")
+        assert c.recv(100) == b"before"
+        proxy.cut()
+        c.sendall(b"during")
+        c.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            c.recv(100)  # nothing comes back while the path is cut (no reset either)
+        late = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)  # accepted, not yet connected upstream
+        late.sendall(b"new")
+        time.sleep(0.2)
+        proxy.heal()
+        c.settimeout(5)
+        assert c.recv(100) == b"during"
+        late.settimeout(5)
+        assert late.recv(100) == b"new"
+        late.close()
+        assert proxy.cuts and proxy.cuts[0][1] is not None
+    echo.sock.close()
