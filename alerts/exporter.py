@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector as PromCollector
 
+from alerts.rules import split_brain  # the one "active runs overlap" test, shared with the SplitBrain rule
 from lakehouse.tables import BROKER_STATE
 
 log = logging.getLogger("brokerscope.exporter")
@@ -375,17 +376,6 @@ def instance_families(instances: list[dict]) -> list[Metric]:
     fams = [family(name, ((key(r), value(r)) for r in instances)) for name, value in per_column.items()]
     fams.append(family("brokerscope_instance_role", ((key(r) + (r.get("role") or "unknown",), 1) for r in instances)))
     return fams
-
-
-def split_brain(active: list[dict], active_since: Mapping[str, datetime]) -> bool:
-    """Two or more instances active, and their active runs overlap in observed time: each was seen
-    active after the other's run began. Latest rows of two instances are from different scrapes, so
-    'both latest rows active' alone would flag every hand-over whose old live was last scraped
-    before the kill and the new one after the takeover."""
-    if len(active) < 2:
-        return False
-    starts = [active_since.get(r["instance"], r["ts"]) for r in active]
-    return max(starts) <= min(r["ts"] for r in active)
 
 
 def group_families(snap: StateSnapshot) -> list[Metric]:

@@ -17,7 +17,8 @@ Stages (each a small function, testable alone):
 4. dedup (`should_notify`, pure): Alertmanager's group_wait / group_interval timers and its
    `needsUpdate` decision against the last successful notification of the group
    (alert_notifications) → Decision(notify, reason). Sent reasons are Alertmanager's
-   `notification_reason` strings.
+   `notification_reason` strings. A group whose last notification was "all alerts resolved" starts
+   afresh (Alertmanager deletes the emptied aggregation group): group_wait, not group_interval.
 5. send with retry (`_deliver`): up to `retry.attempts` tries per tick with exponential backoff
    for retriable failures (connection errors, 5xx, 408, 429); after that the group waits
    (backoff doubling up to `max_backoff`) and is tried again at a later tick.
@@ -36,6 +37,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -53,7 +56,7 @@ from lakehouse.store import Lakehouse, LakehouseError
 from lakehouse.tables import contract
 
 __all__ = ["AlertPipeline", "TickResult", "NotificationOutcome", "Decision", "should_notify", "reconcile",
-           "group_alerts", "group_key_of", "notification_id", "receiver_timing"]
+           "group_alerts", "group_key_of", "notification_id", "receiver_timing", "first_commit_pending"]
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +86,19 @@ def should_notify(entry: LogEntry | None, firing: frozenset[str] | set[str], res
 
     `entry`: the group's last successful notification (None: never); `firing` / `resolved`: the
     fingerprints firing now / resolved and owed to this receiver; `group_since`: when the group's
-    oldest firing alert started firing here (group_wait counts from it)."""
+    oldest firing alert started firing here (group_wait counts from it).
+
+    A group whose last notification had nothing firing ("all alerts resolved") is a new group, as
+    in Alertmanager, which deletes an aggregation group once all its alerts are resolved and
+    flushed: the next alert waits group_wait from its start, not group_interval from that
+    notification (which could hold a short critical alert until after it resolved, so that it
+    reached nobody). With group_wait 0 it goes out at the tick that first sees it firing.
+    An alert seen only as resolved in a new group is never sent (no lone "resolved")."""
     firing, resolved = frozenset(firing), frozenset(resolved)
+    if entry is not None and not entry.firing:
+        if not firing:
+            return Decision(False, "all resolved, and already notified")
+        entry = None  # the group was deleted after its "all alerts resolved": it starts afresh
     if entry is None:
         if not firing:
             return Decision(False, "nothing firing, and nothing was sent before")
@@ -180,15 +194,33 @@ class Group:
 def group_alerts(receiver: ReceiverConfig, group_by: list[str], state: dict[str, Tracked],
                  entries: Iterable[LogEntry]) -> dict[str, Group]:
     """The aggregation groups of one receiver: firing alerts it matches, by the group_by labels;
-    resolved alerts under every group whose last notification carried them as firing."""
+    resolved alerts under every group whose last notification carried them as firing.
+
+    Also, as Alertmanager keeps a resolved alert in its aggregation group until a flush carried it:
+    an alert that started and resolved while its group was held (group_interval after a
+    notification that still had alerts firing) goes, as resolved, with the group's next
+    notification, so a short critical outage in a busy group is not lost. It is never sent alone:
+    only to a group whose receiver was told of alerts still firing (a new group — first alert, or
+    after "all alerts resolved" — sends nothing for an alert it only sees resolved; with group_wait
+    0 such an alert was already sent firing at its first tick)."""
     groups: dict[str, Group] = {}
+    entries = list(entries)
+    busy = {e.group_key: e for e in entries if e.firing}  # groups whose receiver holds firing alerts
     for t in state.values():
         a = t.alert
-        if a.status != "firing" or not receiver.matches(a.labels):
+        if not receiver.matches(a.labels):
             continue
         labels = {k: a.labels[k] for k in group_by if k in a.labels}
         key = group_key_of(labels)
-        groups.setdefault(key, Group(key, labels)).firing.append(t)
+        if a.status == "firing":
+            groups.setdefault(key, Group(key, labels)).firing.append(t)
+            continue
+        e = busy.get(key)
+        if e is not None and t.changed_at > e.sent_at and a.fingerprint not in e.firing \
+                and a.fingerprint not in e.resolved:
+            # resolved since the group's last notification, which did not carry it firing: as every
+            # notification carries all the group's firing alerts, it started after that one
+            groups.setdefault(key, Group(key, labels)).resolved.append(t)
     for e in entries:
         for fp in e.firing:
             t = state.get(fp)
@@ -305,13 +337,20 @@ class AlertPipeline:
 
     def read_tables(self, now: datetime) -> tuple[dict[str, pa.Table], dict[str, str]]:
         """The tables the rules read (absent ones left out), reusing a table's last read while its
-        Delta version is unchanged; silver tables only for the last `rules.lookback`."""
+        Delta version is unchanged; silver tables only for the last `rules.lookback`. A table a
+        writer is still creating (its folder has no `_delta_log` commit yet, `first_commit_pending`)
+        is absent; a damaged log, a folder of other files or unreachable storage is an error."""
         tables: dict[str, pa.Table] = {}
         errors: dict[str, str] = {}
         lookback = self.acfg.rules.lookback
         for name in RULE_TABLES(self.acfg):
             try:
-                version = self.lh.version(name)  # None: no table (yet); a folder that is not one raises
+                try:
+                    version = self.lh.version(name)  # None: no table (yet); a folder that is not one raises
+                except LakehouseError:
+                    if first_commit_pending(self.lh, name):
+                        continue  # a writer is creating it (e.g. a first Spark run): absent, not an error
+                    raise
                 if version is None:
                     continue
                 c = contract(name)
@@ -452,6 +491,41 @@ class AlertPipeline:
         return NotificationOutcome(rec.name, g.key, d, sorted(fset), sorted(rset),
                                    "sent" if res.ok else ("failed" if res.retriable else "rejected"), nid,
                                    attempt - prior, res.error, res.http_status, redelivery)
+
+
+# what a Delta writer leaves in a table's folder before its first commit: data files (in partition
+# folders too), their checksums, Spark's job markers, and `_delta_log/` with no commit in it yet
+_WRITER_FILE = re.compile(r"(^|/)(_delta_log/.*|[^/]*\.parquet|[^/]*\.crc|_SUCCESS|_started_\d+|_committed_\d+)$")
+
+
+def first_commit_pending(lakehouse: Lakehouse, name: str) -> bool:
+    """Is the table's folder one a writer is still creating: no `_delta_log` commit at all
+    (`Lakehouse.exists` is false) and only what a Delta writer puts there before its first commit?
+    A log with commits that cannot be read (damaged) is not pending, nor is a folder holding other
+    files (not a Delta table), nor storage that cannot be listed: those stay errors."""
+    if lakehouse.exists(name):
+        return False  # there are commits: whatever failed is the table's own problem
+    path = lakehouse.uri(name)
+    if lakehouse.is_local:  # every file
+        if not os.path.exists(path):
+            return True
+        try:
+            for dirpath, _dirs, files in os.walk(path, onerror=_raise):
+                for f in files:
+                    if not _WRITER_FILE.search(os.path.relpath(os.path.join(dirpath, f), path).replace(os.sep, "/")):
+                        return False
+        except OSError:
+            return False
+        return True
+    # remote: the store's own listing (a sample of the files; "unknown" when it cannot list)
+    state, sample = lakehouse._folder_state(path)  # noqa: SLF001
+    if state in ("absent", "empty"):
+        return True
+    return state == "foreign" and all(_WRITER_FILE.search(f) for f in sample)
+
+
+def _raise(e: OSError) -> None:
+    raise e
 
 
 def live_rows(live_state: pa.Table | None) -> pa.Table | None:

@@ -9,7 +9,7 @@ The built-in pack (names are the `alertname` label; `alerts.rules` in the config
 
 | alertname | severity | fires while |
 |---|---|---|
-| SplitBrain | critical | a split_brain_windows row is open or ended within `event_hold`; or the live state shows two instances of an ActiveMQ/Artemis group active |
+| SplitBrain | critical | a split_brain_windows row is open or ended within `event_hold`; or the live state shows two instances of an ActiveMQ/Artemis group active with overlapping observed active runs (`split_brain`) |
 | NoActiveInstance | critical | the latest state of every instance of a group (live, else silver broker_state within `lookback`) shows none active |
 | FailoverHappened | warning | a failover/failback (failover_events) happened within `failover_hold`; then it resolves itself |
 | UnprotectedLive | from finding | risk_findings `unprotected-live` is open |
@@ -41,7 +41,8 @@ import pyarrow.compute as pc
 
 from alerts.config import AlertsConfig, BuiltinRules, ThresholdRule
 
-__all__ = ["Alert", "fingerprint", "evaluate", "BUILTIN_RULES", "RULE_TABLES", "live_latest", "format_ts"]
+__all__ = ["Alert", "fingerprint", "evaluate", "BUILTIN_RULES", "RULE_TABLES", "live_latest", "format_ts",
+           "active_runs", "split_brain"]
 
 _SEVERITY = {"critical": "critical", "error": "error", "warn": "warning", "warning": "warning", "info": "info"}
 
@@ -130,6 +131,46 @@ def live_latest(live: pa.Table | None, now: datetime, lookback: float) -> dict[s
     return out
 
 
+def active_runs(rows: Iterable[dict]) -> dict[str, datetime]:
+    """instance → first `ts` of its current active run, over broker_state rows (any order), with
+    the rules of `alerts.exporter.LatestState`: an `active` row starts a run (or continues it); an
+    inactive row ends it; an unanswered scrape (active null) keeps it open (the role was not seen to
+    end); uptime going back (a new JVM) ends it even without an inactive scrape between."""
+    per: dict[str, list[dict]] = {}
+    for r in rows:
+        if r.get("ts") is not None:
+            per.setdefault(r["instance"], []).append(r)
+    out: dict[str, datetime] = {}
+    for inst, rs in per.items():
+        rs.sort(key=lambda r: r["ts"])
+        since: datetime | None = None
+        uptime: int | None = None
+        for r in rs:
+            up = r.get("uptime_ms")
+            if r.get("active") is False or (uptime is not None and up is not None and up < uptime):
+                since = None
+            if r.get("active") and since is None:
+                since = r["ts"]
+            if up is not None:
+                uptime = up
+        if since is not None:
+            out[inst] = since
+    return out
+
+
+def split_brain(active: list[dict], active_since: Mapping[str, datetime]) -> bool:
+    """Two or more instances active, and their active runs overlap in observed time: each was seen
+    active after the other's run began. Latest rows of two instances are from different scrapes, so
+    'both latest rows active' alone would flag every hand-over whose old live was last scraped
+    before the kill and the new one after the takeover. `active`: the latest rows that are active;
+    `active_since`: instance → first ts of its current active run (default: the row's own ts).
+    The one implementation, used by the SplitBrain rule and by the exporter's metric."""
+    if len(active) < 2:
+        return False
+    starts = [active_since.get(r["instance"], r["ts"]) for r in active]
+    return max(starts) <= min(r["ts"] for r in active)
+
+
 def _by_group(latest: dict[str, dict]) -> dict[str, list[dict]]:
     groups: dict[str, list[dict]] = {}
     for r in latest.values():
@@ -149,6 +190,7 @@ class Context:
     live: dict[str, dict]  # latest broker_state row per instance
     live_source: str  # live | broker_state
     live_rows: tuple[dict, ...] = ()  # every live row within the lookback (live_source "live" only)
+    active_since: Mapping[str, datetime] = field(default_factory=dict)  # instance → start of its active run
 
 
 def rule_split_brain(t: Tables, ctx: Context) -> list[Alert]:
@@ -171,13 +213,15 @@ def rule_split_brain(t: Tables, ctx: Context) -> list[Alert]:
     for group, rows in _by_group(ctx.live).items():
         if rows[0]["kind"] not in ("activemq", "artemis"):
             continue  # WebLogic members are all active by design; Kafka controllers: replication_findings
-        active = sorted(r["instance"] for r in rows if r["active"] is True)
-        if len(active) >= 2:
+        active = sorted((r for r in rows if r["active"] is True), key=lambda r: r["instance"])
+        # latest rows come from different scrapes: only runs seen overlapping are two masters
+        if split_brain(active, ctx.active_since):
             out.append(Alert(
                 _labels("SplitBrain", "critical", cluster=group, group=group),
-                {"summary": f"split brain in {group}: {', '.join(active)} are active at once (live state)",
+                {"summary": f"split brain in {group}: {', '.join(r['instance'] for r in active)} are active at "
+                            "once (live state)",
                  "runbook": "Stop one side now, then reconcile the messages each side accepted."},
-                min(r["ts"] for r in rows if r["active"] is True), source=ctx.live_source))
+                max(ctx.active_since.get(r["instance"], r["ts"]) for r in active), source=ctx.live_source))
     return out
 
 
@@ -514,6 +558,17 @@ class Evaluation:
     errors: dict[str, str]  # rule name → what went wrong (the other rules still ran)
 
 
+def _active_since(state: pa.Table | None, now: datetime, lookback: float) -> dict[str, datetime]:
+    """`active_runs` over the broker_state rows within `lookback` of `now` (a run that began
+    earlier counts from the window's start: later, so never a split brain that was not seen)."""
+    if state is None or state.num_rows == 0:
+        return {}
+    cutoff = now - timedelta(seconds=lookback)
+    cols = [c for c in ("ts", "instance", "active", "uptime_ms") if c in state.column_names]
+    return active_runs(r for r in state.select(cols).to_pylist()
+                       if r["ts"] is not None and cutoff <= r["ts"] <= now)
+
+
 def evaluate(cfg: AlertsConfig, tables: Tables, now: datetime, live: pa.Table | None = None) -> Evaluation:
     """All rules at `now` over `tables` (name → contract-shaped table; absent = no alerts from it).
     `live`: broker_state rows passed in by the service; without it, silver broker_state is used."""
@@ -522,7 +577,7 @@ def evaluate(cfg: AlertsConfig, tables: Tables, now: datetime, live: pa.Table | 
     state = live if live is not None else tables.get("broker_state")
     live_rows = () if live is None else tuple(live.select(["ts", "group_name", "instance", "reachable", "error"]).to_pylist())
     ctx = Context(now=now, rules=rules, live=live_latest(state, now, rules.lookback), live_source=live_source,
-                  live_rows=live_rows)
+                  live_rows=live_rows, active_since=_active_since(state, now, rules.lookback))
     alerts: list[Alert] = []
     errors: dict[str, str] = {}
     for name, (fn, _tables) in BUILTIN_RULES.items():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -90,24 +91,37 @@ def split_names(text: str | None) -> list[str]:
 class Gold:
     """The lakehouse as the dashboard reads it: cached per table version, clear errors."""
 
-    def __init__(self, lakehouse: Lakehouse, max_points: int = 1000, cache_size: int = 64):
+    def __init__(self, lakehouse: Lakehouse, max_points: int = 1000, cache_size: int = 64, fresh_s: float = 2.0):
         self.lh = lakehouse
         self.max_points = max_points
+        self.fresh_s = fresh_s  # a table's version is looked up at most this often (one page reads many)
         self._cache: OrderedDict[tuple, pa.Table] = OrderedDict()
         self._cache_size = cache_size
+        self._versions: dict[str, tuple[float, int | None]] = {}
 
     @property
     def root(self) -> str:
         return self.lh.root
 
+    def version(self, name: str) -> int | None:
+        """The table's current version (None: no such table), at most fresh_s seconds old."""
+        now = time.monotonic()
+        hit = self._versions.get(name)
+        if hit is not None and now - hit[0] < self.fresh_s:
+            return hit[1]
+        v = self.lh.version(name) if name in TABLES else None
+        self._versions[name] = (now, v)
+        return v
+
     def has(self, name: str) -> bool:
-        return name in TABLES and self.lh.exists(name)
+        return self.version(name) is not None
 
     def read(self, name: str, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
         """The table (projected, filtered); MissingTable when it does not exist."""
-        if name not in TABLES or not self.lh.exists(name):
+        version = self.version(name)
+        if version is None:
             raise MissingTable(name, self.root)
-        key = (name, self.lh.version(name), tuple(columns or ()), filter)
+        key = (name, version, tuple(columns or ()), filter)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
@@ -182,7 +196,7 @@ class TimelineData:
     zk_elections: list[dict] = field(default_factory=list)
     zk_handovers: list[dict] = field(default_factory=list)
     alerts: list[dict] = field(default_factory=list)
-    series: dict[str, dict[str, list]] = field(default_factory=dict)
+    series: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # instance → ts and values
     bucket_s: float = 0.0  # 0: every observation drawn; else the width of the aggregation buckets
     events_behind: int = 0  # observations the series were aggregated from
 

@@ -174,7 +174,7 @@ def incident_layout(b: IncidentBundle, figure, range_choice: str = "incident") -
         dcc.Graph(id="timeline", figure=figure, config={"displaylogo": False, "scrollZoom": True}),
         dcc.Store(id="incident-id", data=inc["incident_id"]),
         dcc.Store(id="zoom"),
-        html.H3(f"Evidence ({len(b.evidence)} rows)"),
+        html.H3(f"Evidence ({len(b.evidence)} row{'' if len(b.evidence) == 1 else 's'})"),
         table(b.evidence, EVIDENCE_COLUMNS, table_id="evidence"),
     ], id="incident")
 

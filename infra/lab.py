@@ -478,10 +478,18 @@ class BrokerProcess:
         return d
 
 
+#: fragments filled in when the caller gives none: activemq.xml defaults to the shared-KahaDB pair
+_DEFAULT_FRAGMENTS = {"PERSISTENCE_ADAPTER": "persistence-kahadb.xml", "EXTRA_BEANS": None}
+
+
 def _render(template: str, values: dict[str, str], raw: dict[str, str] | None = None) -> str:
     """Fill ``@@KEY@@`` placeholders: ``values`` XML-escaped, ``raw`` (rendered fragments) as they are."""
     text = (TEMPLATE_DIR / template).read_text()
-    for key, val in (raw or {}).items():
+    raw = dict(raw or {})
+    for key, fragment in _DEFAULT_FRAGMENTS.items():  # e.g. a KahaDB pair unless told otherwise
+        if f"@@{key}@@" in text and key not in raw:
+            raw[key] = _render(fragment, values) if fragment else ""
+    for key, val in raw.items():
         text = text.replace(f"@@{key}@@", val)
     for key, val in values.items():
         text = text.replace(f"@@{key}@@", _xml_escape(val, {'"': "&quot;"}))

@@ -4,10 +4,12 @@
     with PgCluster(Path("/tmp/pg")) as pg:      # initdb (trust auth) + postgres on a free port
         pg.jdbc_url()                           # jdbc:postgresql://127.0.0.1:<port>/postgres?user=postgres
 
-Never touches the system cluster: its own data directory under ``<workdir>/data``, its own port,
-its Unix socket in ``<workdir>/run``, logs in ``<workdir>/postgres.log``. PostgreSQL refuses to run
-as root, so when we are root the server runs as the ``postgres`` user (the directory is chowned to
-it). The postmaster is our direct child (Popen) and is stopped by that PID (SIGINT = fast shutdown,
+Never touches the system cluster: its own data directory, its own port, its own Unix socket
+directory; logs in ``<workdir>/postgres.log``. PostgreSQL refuses to run as root, so when we are
+root the server runs as the ``postgres`` user, and its data and socket directories go to a fresh
+temporary directory owned by that user (``<workdir>`` may sit below a directory only root may
+enter, e.g. pytest's); that directory is removed by ``stop()``. Otherwise they are
+``<workdir>/data`` and ``<workdir>/run`` and stay. The postmaster is our direct child (Popen) and is stopped by that PID (SIGINT = fast shutdown,
 SIGKILL after a grace period).
 """
 
@@ -21,6 +23,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,9 +61,13 @@ class PgCluster:
         self.workdir = Path(workdir).resolve()
         self.port = port or free_port()
         self.start_timeout = start_timeout
-        self.data_dir = self.workdir / "data"
-        self.socket_dir = self.workdir / "run"
         self.log = self.workdir / "postgres.log"
+        self._as_pg = _run_as()
+        # a directory the postgres user can reach when we are root; removed again by stop()
+        self._scratch = Path(tempfile.mkdtemp(prefix="brokerscope-pg-")) if self._as_pg else None
+        base = self._scratch or self.workdir
+        self.data_dir = base / "data"
+        self.socket_dir = base / "run"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -83,9 +90,9 @@ class PgCluster:
         if missing:
             raise LabError(f"PostgreSQL binaries missing: {missing} (apt-get install postgresql-15, "
                            "or set BROKERSCOPE_PG_BIN)")
-        as_pg = _run_as()
+        as_pg = self._as_pg
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.socket_dir.mkdir(exist_ok=True)
+        self.socket_dir.mkdir(parents=True, exist_ok=True)
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb(as_pg)
         _chown_tree(self.socket_dir, as_pg)
@@ -98,25 +105,30 @@ class PgCluster:
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True, **as_pg,
             )
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self, grace: float = 15) -> None:
         """Fast shutdown by PID (SIGINT), SIGKILL after ``grace`` s. Idempotent."""
         atexit.unregister(self.stop)
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _initdb(self, as_pg: dict) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        _chown_tree(self.workdir, as_pg)
+        _chown_tree(self.data_dir.parent, as_pg)
         res = subprocess.run(
             [str(PG_BIN / "initdb"), "-D", str(self.data_dir), "-U", PG_USER, "--auth=trust",
              "--no-sync", "-E", "UTF8", "--locale=C"],
@@ -135,7 +147,6 @@ class PgCluster:
             if "ready to accept connections" in tail(self.log, 20) and self._accepts():
                 return
             time.sleep(0.1)
-        self.stop()
         raise LabError(f"postgres did not get ready within {self.start_timeout:.0f}s.\n"
                        f"--- tail of {self.log} ---\n{tail(self.log)}")
 

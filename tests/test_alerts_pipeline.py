@@ -5,6 +5,7 @@ while a slow receiver holds its request, then restarted."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,6 +68,12 @@ def decide(e, firing, resolved=(), now_s=100.0, send_resolved=True, group_wait=0
     (entry((), {"a"}, sent_s=50), (), (), {}, Decision(False, "all resolved, and already notified")),
     (entry({"a"}, sent_s=50), {"a"}, (), {}, Decision(False, "unchanged since 12:00:50.000; repeat at 13:00:50.000")),
     (entry({"a"}, sent_s=50), {"a"}, (), {"repeat": 40}, Decision(True, "repeat interval elapsed")),
+    # after "all alerts resolved" the group is new (Alertmanager deletes it): group_wait from the first
+    # alert, not group_interval from that notification
+    (entry((), {"a"}, sent_s=95), {"b"}, (), {"since_s": 99}, Decision(True, "first notification")),
+    (entry((), {"a"}, sent_s=95), {"b"}, (), {"group_wait": 30, "since_s": 99},
+     Decision(False, "group_wait: first notification at 12:02:09.000")),
+    (entry((), {"a"}, sent_s=95), (), {"b"}, {}, Decision(False, "all resolved, and already notified")),
 ])
 def test_should_notify(e, firing, resolved, kw, expected):
     got = decide(e, firing, resolved, **kw)
@@ -122,6 +129,32 @@ def test_group_by_labels_match_and_resolves_under_the_group_that_was_told():
     assert group_key_of({"cluster": "c1", "alertname": "A"}) == '{}:{alertname="A", cluster="c1"}'
     assert [t.alert for t in groups['{}:{old="key"}'].resolved] == [gone]
     assert all(info.fingerprint not in [t.alert.fingerprint for t in g.firing] for g in groups.values())
+
+
+def test_an_alert_that_came_and_went_while_its_group_was_held_goes_with_the_next_notification():
+    """Alertmanager keeps a resolved alert in its group until a flush carried it: a short alert in a
+    group whose receiver holds firing alerts is told (as resolved) with the next notification; in a
+    new group, an alert only ever seen resolved is never sent alone."""
+    r = ReceiverConfig(name="r", type="webhook", url="http://x")
+    a = alert("A", cluster="c1", instance="i1")
+    blip = Alert({"alertname": "A", "severity": "warning", "cluster": "c1", "instance": "i2"}, {}, at(3), ends_at=at(5))
+    state = {a.fingerprint: Tracked(a, at(0)), blip.fingerprint: Tracked(blip, at(5))}
+    key = group_key_of({"alertname": "A", "cluster": "c1"})
+    told = LogEntry("r", key, 1, frozenset({a.fingerprint}), frozenset(), at(1))
+    g = group_alerts(r, ["alertname", "cluster"], state, [told])[key]
+    assert [t.alert for t in g.firing] == [a] and [t.alert for t in g.resolved] == [blip]
+    d = should_notify(told, {a.fingerprint}, {blip.fingerprint}, now=at(11), send_resolved=True, group_wait=0,
+                      group_interval=10, repeat_interval=3600, group_since=at(0))
+    assert d == Decision(True, "some alerts resolved")
+    # once carried (the next entry has it resolved), or resolved before the last notification: not again
+    after = LogEntry("r", key, 2, frozenset({a.fingerprint}), frozenset({blip.fingerprint}), at(11))
+    assert group_alerts(r, ["alertname", "cluster"], state, [after])[key].resolved == []
+    later = LogEntry("r", key, 2, frozenset({a.fingerprint}), frozenset(), at(6))
+    assert group_alerts(r, ["alertname", "cluster"], state, [later])[key].resolved == []
+    # never told anything, or told "all alerts resolved": no lone resolved
+    assert group_alerts(r, ["alertname", "cluster"], {blip.fingerprint: state[blip.fingerprint]}, []) == {}
+    cleared = LogEntry("r", key, 2, frozenset(), frozenset({a.fingerprint}), at(1))
+    assert group_alerts(r, ["alertname", "cluster"], {blip.fingerprint: state[blip.fingerprint]}, [cleared]) == {}
 
 
 # --- whole ticks against a real receiver ------------------------------------------------------------
@@ -236,6 +269,69 @@ def test_an_unreadable_table_resolves_nothing(tmp_path):
         assert r.resolved == [] and len(r.firing) == 1
         assert "not a Delta table" in r.rule_errors["table stuck_messages"]
         assert len(rx.requests) == 1
+
+
+def test_a_table_being_created_is_absent_and_a_damaged_log_stays_an_error(tmp_path):
+    """A first Spark run creating a table leaves its folder without a `_delta_log` commit for a
+    while: no alerts from it, and no error (the rules reading it still resolve what they should).
+    A table whose log exists but cannot be read stays an error and resolves nothing."""
+    with RecordingReceiver() as rx:
+        cfg, lh = setup(tmp_path, rx.url)
+        lh.overwrite("failover_events", [{
+            "event_id": "e1", "kind": "activemq", "group_name": "store-1", "event_type": "failover",
+            "from_instance": "amq-a", "to_instance": "amq-b", "old_last_active": at(-2),
+            "new_first_active": at(-1), "outage_upper_s": 1.0, "overlap": False}])
+        path = Path(lh.uri("stuck_messages"))
+        (path / "obs_date=2026-11-22").mkdir(parents=True)
+        (path / "obs_date=2026-11-22" / "part-00000-1b2c.c000.snappy.parquet").write_bytes(b"PAR1 half-written")
+        (path / "obs_date=2026-11-22" / ".part-00000-1b2c.c000.snappy.parquet.crc").write_bytes(b"crc")
+        (path / "_delta_log").mkdir()
+        (path / "_delta_log" / ".00000000000000000000.json.3f1a.tmp").write_text('{"commitInfo":')
+        p = AlertPipeline(cfg, lh)
+        r = p.tick(at(0))
+        assert r.rule_errors == {} and [a.alertname for a in r.firing] == ["FailoverHappened"]
+        # the writer commits: the table is read from then on
+        shutil.rmtree(path)
+        lh.overwrite("stuck_messages", [stuck("s1", True)])
+        r = p.tick(at(1))
+        assert r.rule_errors == {} and sorted(a.alertname for a in r.started) == ["StuckMessages"]
+        # a log that exists but is damaged: an error, and the alerts from it are kept, not resolved
+        for f in (path / "_delta_log").glob("*.json"):
+            f.write_text("{not json")
+        r = p.tick(at(2))
+        assert "corrupt" in r.rule_errors["table stuck_messages"] and r.resolved == []
+        assert "StuckMessages" in [a.alertname for a in r.firing]
+
+
+def test_a_new_alert_right_after_all_resolved_is_sent_at_once(tmp_path):
+    """The bench's lost critical alert: "all alerts resolved" went out, the same group fired again
+    within group_interval and resolved before the next flush. The group is new after its all-resolved
+    notification, so with group_wait 0 the alert goes out at the first tick that sees it firing."""
+    import pyarrow as pa
+
+    with RecordingReceiver() as rx:
+        cfg, lh = setup(tmp_path, rx.url, group_interval="10s", rules={"no_active_for": "0s"})
+        p = AlertPipeline(cfg, lh)
+
+        def live(s: float, a_active: bool):
+            return pa.table({"ts": pa.array([at(s)] * 2, pa.timestamp("us", tz="UTC")), "kind": ["activemq"] * 2,
+                             "group_name": ["store-1"] * 2, "instance": ["amq-a", "amq-b"], "reachable": [True, True],
+                             "active": pa.array([a_active, False], pa.bool_())})
+
+        def sent(s, a_active):
+            r = p.tick(at(s), live_state=live(s, a_active))
+            return [(n.decision.reason, len(n.firing), len(n.resolved)) for n in r.sent]
+
+        assert sent(0, False) == [("first notification", 1, 0)]
+        assert sent(1, True) == []  # resolved: held by group_interval
+        assert sent(10, True) == [("all alerts resolved", 0, 1)]
+        assert sent(10.7, False) == [("first notification", 1, 0)]  # was: held until 20 s …
+        assert sent(12, True) == []  # … and resolved before that: never sent
+        assert sent(20.7, True) == [("all alerts resolved", 0, 1)]
+        assert [(b["status"], b["notification_reason"]) for b in rx.bodies()] == [
+            ("firing", "first notification"), ("resolved", "all alerts resolved"),
+            ("firing", "first notification"), ("resolved", "all alerts resolved")]
+        assert len({b["alerts"][0]["fingerprint"] for b in rx.bodies()}) == 1
 
 
 def test_group_wait_and_dry_run(tmp_path):
@@ -381,6 +477,34 @@ def test_cli_evaluate_history_and_test_receiver(tmp_path, capsys):
         assert rx.bodies()[1]["alerts"][0]["labels"]["alertname"] == "BrokerscopeTestAlert"
         assert main(["alerts", "test-receiver", "-c", str(path), "nope"]) == 2
         assert "no receiver named 'nope'" in capsys.readouterr().err
+
+
+def test_a_fast_hand_over_from_live_rows_is_not_a_split_brain(tmp_path):
+    """The service passes the latest row per instance. amq-a is last scraped active just before it is
+    killed, amq-b is scraped active (it took over) before amq-a's next, failed, scrape: both latest
+    rows say active, but the runs never overlap in observed time — a clean failover, no SplitBrain."""
+    import pyarrow as pa
+
+    cfg, lh = setup(tmp_path, "http://127.0.0.1:9", receivers=[])
+    p = AlertPipeline(cfg, lh)
+
+    def live(*rows):
+        return pa.table({"ts": pa.array([at(s) for _i, s, _a in rows], pa.timestamp("us", tz="UTC")),
+                         "kind": ["activemq"] * len(rows), "group_name": ["store-1"] * len(rows),
+                         "instance": [i for i, _s, _a in rows], "reachable": [a is not None for _i, _s, a in rows],
+                         "active": pa.array([a for _i, _s, a in rows], pa.bool_())})
+
+    ticks = [(0, live(("amq-a", 0, True), ("amq-b", 0, False))),
+             (1, live(("amq-a", 0.9, True), ("amq-b", 0.95, False))),  # amq-a killed at 1.0
+             (2, live(("amq-b", 1.9, True))),  # amq-b took over; amq-a's latest row still says active
+             (3, live(("amq-a", 2.9, None), ("amq-b", 2.95, True)))]
+    fired = [[a.alertname for a in p.tick(at(s), live_state=rows).firing if a.alertname == "SplitBrain"]
+             for s, rows in ticks]
+    assert fired == [[], [], [], []]
+    # amq-a answers again as master while amq-b still is: two masters, seen overlapping
+    r = p.tick(at(4), live_state=live(("amq-a", 3.9, True), ("amq-b", 3.95, True)))
+    (sb,) = [a for a in r.firing if a.alertname == "SplitBrain"]
+    assert sb.starts_at == at(1.9)  # amq-a was never seen inactive: the overlap began with amq-b's run
 
 
 def test_live_rows_accumulate_across_ticks_for_the_unreachable_run(tmp_path):

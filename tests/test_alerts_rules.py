@@ -86,6 +86,39 @@ def test_split_brain_from_live_state_not_for_weblogic():
     assert names(both) == ["SplitBrain"] and "split_brain_windows" in both[0].source
 
 
+def test_live_split_brain_needs_overlapping_active_runs():
+    """Latest rows come from different scrapes: amq-a last scraped active just before it was killed,
+    amq-b active from the scrape after its takeover — both latest rows active, a clean failover."""
+    rows = [state("amq-a", "store-1", True, s=20), state("amq-b", "store-1", False, s=19.5),
+            state("amq-a", "store-1", True, s=10),  # amq-a's last answer, then the kill
+            state("amq-b", "store-1", True, s=8), state("amq-b", "store-1", True, s=2)]
+    assert run({}, table("broker_state", *rows)) == []
+    # amq-a seen active again after amq-b's run began: the runs overlap, two masters
+    alerts = run({}, table("broker_state", *rows, state("amq-a", "store-1", True, s=1)))
+    assert names(alerts) == ["SplitBrain"] and alerts[0].starts_at == ago(8)
+    # … unless amq-a was seen inactive (or restarted) in between: a new run, after amq-b's began
+    back = [state("amq-a", "store-1", False, s=5), state("amq-a", "store-1", True, s=1)]
+    assert run({}, table("broker_state", *rows, *back)) == []  # amq-b not seen active since
+    alerts = run({}, table("broker_state", *rows, *back, state("amq-b", "store-1", True, s=0.5)))
+    assert names(alerts) == ["SplitBrain"] and alerts[0].starts_at == ago(1)
+    # the same from silver broker_state (no live rows passed in)
+    assert run({"broker_state": table("broker_state", *rows)}) == []
+
+
+def test_split_brain_overlap_has_one_implementation():
+    from alerts import exporter, rules
+
+    assert exporter.split_brain is rules.split_brain
+    runs = rules.active_runs([
+        {"instance": "a", "ts": ago(5), "active": True, "uptime_ms": 900},
+        {"instance": "a", "ts": ago(4), "active": None},  # unanswered: the run stays open
+        {"instance": "a", "ts": ago(3), "active": True, "uptime_ms": 1000},
+        {"instance": "b", "ts": ago(4), "active": True, "uptime_ms": 5000},
+        {"instance": "b", "ts": ago(2), "active": True, "uptime_ms": 100},  # uptime back: a new JVM
+        {"instance": "c", "ts": ago(3), "active": True}, {"instance": "c", "ts": ago(1), "active": False}])
+    assert runs == {"a": ago(5), "b": ago(2)}
+
+
 def test_no_active_instance_from_live_state():
     down = table("broker_state", state("amq-a", "store-1", None, reachable=False), state("amq-b", "store-1", False))
     alerts = run({"role_intervals": table("role_intervals", {

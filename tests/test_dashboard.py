@@ -89,7 +89,7 @@ def tiny_lakehouse(root, xss: str = XSS) -> Lakehouse:
 
 @pytest.fixture
 def gold(tmp_path):
-    return D.Gold(tiny_lakehouse(tmp_path / "lh"))
+    return D.Gold(tiny_lakehouse(tmp_path / "lh"), fresh_s=0)
 
 
 def texts(component) -> str:
@@ -125,6 +125,17 @@ def test_incident_bundle_gathers_evidence_findings_and_causes(gold):
     assert tl.bucket_s == 0 and set(tl.series) == {"art-a", "art-b"}
     # one point per observation; rates from the counters: art-a +20 per second
     assert len(tl.series["art-a"]["ts"]) == 12 and tl.series["art-a"]["in_per_s"][1:3].tolist() == [20.0, 20.0]
+
+
+def test_new_table_versions_show_up_after_fresh_s(gold):
+    assert len(D.incident_list(gold)) == 1
+    rows = gold.lh.read("incidents").to_pylist()
+    gold.lh.append("incidents", [{**rows[0], "incident_id": "inc-2", "title": "later"}])
+    assert len(D.incident_list(gold)) == 2  # fresh_s=0: every read looks the version up
+    slow = D.Gold(gold.lh, fresh_s=3600)
+    assert len(D.incident_list(slow)) == 2
+    gold.lh.append("incidents", [{**rows[0], "incident_id": "inc-3", "title": "even later"}])
+    assert len(D.incident_list(slow)) == 2  # the cached version, until fresh_s has passed
 
 
 def test_unknown_incident_and_missing_table_say_what_to_do(gold, tmp_path):
@@ -446,3 +457,18 @@ def test_zookeeper_elections_and_lease_handovers_are_markers(gold):
     assert "zk-1 → zk-2" in by_name["ZooKeeper election"].hovertext[0]
     assert list(by_name["lease handover / loss"].y) == ["ZooKeeper zk1"]
     assert "ZooKeeper zk1" in fig.layout.yaxis.categoryarray
+
+
+def test_an_ensemble_only_incident_draws_zookeeper_rows(gold):
+    gold.lh.append("incidents", [dict(
+        incident_id="inc-zk", cluster="zk1", kind="zookeeper", severity="error", status="closed", start_ts=at(3),
+        end_ts=at(5), duration_s=2.0, title="quorum lost in zk1", narrative="zk-1 stopped answering.",
+        advice="run 5 servers", instances="zk-1,zk-2", codes="zk.quorum-lost", finding_count=0,
+        has_split_brain=False, has_failover=False)])
+    gold.lh.overwrite("zk_elections", [dict(
+        election_id="e1", ensemble="zk1", old_leader="zk-1", new_leader="zk-2", old_last_seen=at(3), old_gone_seen=at(4),
+        new_first_seen=at(5), elected_at=None, duration_upper_s=2.0, cause="quorum lost")])
+    page = route(gold, "/incident/inc-zk")
+    assert texts(find(page, "incident-title")) == "quorum lost in zk1" and texts(find(page, "windows")) == ""
+    fig = find(page, "timeline").figure
+    assert [t.name for t in fig.data] == ["ZooKeeper election"] and list(fig.data[0].y) == ["ZooKeeper zk1"]

@@ -50,6 +50,8 @@ def test_drill_meets_the_bar(name, tmp_path, spark):
     assert truth["drill"] == name and report["drill"] == name
     assert (workdir / "recording.jsonl.gz").stat().st_size > 0
     assert our_processes(workdir / "lab") == []  # every process the drill started is gone
+    if "pg_pid" in truth:  # PostgreSQL runs from a scratch directory: check its pid
+        assert not Path(f"/proc/{truth['pg_pid']}").exists()
     assert_passed(card)
 
 
@@ -135,3 +137,42 @@ def test_tcp_proxy_holds_bytes_while_cut_and_delivers_them_after_the_heal():
         late.close()
         assert proxy.cuts and proxy.cuts[0][1] is not None
     echo.sock.close()
+
+
+def test_jdbc_lease_broker_config_renders_the_lease_locker_and_data_source(tmp_path):
+    import xml.dom.minidom
+
+    from infra.lab import ActiveMQPair, _render
+
+    pair = ActiveMQPair(tmp_path, store="jdbc-lease", lock_acquire_sleep_ms=2000, lock_keep_alive_ms=500,
+                        jdbc_urls={"amq-a": "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres&x=1", "amq-b": "u"})
+    doc = xml.dom.minidom.parseString(_render(
+        "activemq.xml", {"BROKER_NAME": "amq-a", "DATA_DIR": "/d", "OPENWIRE_PORT": "1", "STOMP_PORT": "2"},
+        raw=pair._store_fragments("amq-a")))
+    adapter = doc.getElementsByTagName("jdbcPersistenceAdapter")[0]
+    assert adapter.getAttribute("lockKeepAlivePeriod") == "500" and adapter.getAttribute("dataSource") == "#brokerscope-pg"
+    locker = doc.getElementsByTagName("lease-database-locker")[0]
+    assert (locker.getAttribute("lockAcquireSleepInterval"), locker.getAttribute("leaseHolderId")) == ("2000", "amq-a")
+    assert doc.getElementsByTagName("property")[0].getAttribute("value").endswith("user=postgres&x=1")
+    assert (tmp_path / "amq-a" / "lib" / "postgresql.jar").is_symlink()  # on the broker's class path
+    with pytest.raises(ValueError, match="needs jdbc_urls"):
+        ActiveMQPair(tmp_path, store="jdbc-lease")
+
+
+@pytest.mark.slow
+def test_postgres_cluster_starts_below_a_directory_only_root_may_enter(tmp_path):
+    from infra.pg_lab import PG_BIN, PgCluster
+
+    if not (PG_BIN / "postgres").exists():
+        pytest.skip(f"no PostgreSQL at {PG_BIN}")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    pg = PgCluster(locked / "pg")
+    try:
+        pg.start()
+        with socket.create_connection(("127.0.0.1", pg.port), timeout=5):
+            pass
+        pid = pg.pid
+    finally:
+        pg.stop()
+    assert not Path(f"/proc/{pid}").exists()

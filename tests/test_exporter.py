@@ -288,3 +288,16 @@ def test_listen_address_defaults_to_loopback_and_errors_say_what_to_write():
         config_from_dict({"service": {"metrics_listen": "localhost"}})
     with pytest.raises(ConfigError, match=r"service\.analysis_interval: .*not a duration"):
         config_from_dict({"service": {"analysis_interval": "often"}})
+
+
+def test_a_taken_port_is_refused_with_the_key_to_change():
+    import socket
+
+    from alerts.exporter import MetricsListenError, serve_metrics
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(MetricsListenError, match=rf"cannot serve /metrics on 127\.0\.0\.1:{port}: .*service\.metrics_listen"):
+            serve_metrics(StateSnapshot, f"127.0.0.1:{port}")

@@ -20,6 +20,11 @@ sizes and nanosecond counts, ``int / 1e6`` and size rounding overflowing the flo
 accepted by ``str.isdigit`` --, concurrent-phase event types that were not slugs (non-ASCII or
 upper-case names), and seconds of regex backtracking on lines with thousand-digit numbers.
 
+The parser's shortcuts (lines answered without the general path, for speed) are checked
+against that path: same events and statistics with and without the '[' shortcut of
+``GcLogParser.feed``, and the unified handler's answer to indented ``GC(n)`` lines is what
+``_gc_line`` makes of them.
+
 Seeds are excerpts of the shared GC corpus (``<root>/shared/corpus/gc`` or
 ``$BROKERSCOPE_SHARED``) plus a few built-in lines, so the tests also run without the corpus.
 Runs are deterministic (``derandomize=True``, no example database) and bounded (fixed

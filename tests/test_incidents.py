@@ -11,7 +11,9 @@ import yaml
 from brokerscope.analyze import analyze
 from brokerscope.config import config_from_dict
 from collectors.replay import replay
-from lakehouse.jobs.incidents import EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, evidence, incidents, summarize_incident
+from lakehouse.jobs.incidents import (
+    EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, assigned_evidence, evidence, incidents, summarize_incident,
+)
 from lakehouse.jobs.runs import contract_frame, stable_id
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
@@ -109,7 +111,7 @@ FAILOVER = {"event_id": "ev1", "kind": "activemq", "group_name": "g", "event_typ
 
 
 def run(spark, gap_s=300, **rows):
-    found, rows_ev = incidents(evidence(gold_frames(spark, **rows), {"amq-a": "activemq"}), gap_s)
+    found, rows_ev = incidents(assigned_evidence(evidence(gold_frames(spark, **rows), {"amq-a": "activemq"}), gap_s))
     return [r.asDict() for r in found.collect()], [r.asDict() for r in rows_ev.collect()]
 
 

@@ -16,7 +16,7 @@ from lakehouse.jobs.spine import run_spine
 from lakehouse.jobs.stuck import run_stuck
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
-from tests.test_incremental import artemis, config, drill, recording_lines, snapshot
+from tests.test_incremental import artemis, config, drill, snapshot
 
 FIX = Path(__file__).parent / "fixtures"
 FINDING_TABLES = ("stuck_messages", "risk_findings", "finding_causes", "incidents", "incident_evidence")

@@ -278,3 +278,22 @@ def test_cli_lists_writes_and_refuses(tmp_path, capsys):
     assert main(["simulate", "clean-failover"]) == 2
     assert "--out" in capsys.readouterr().err
     assert main(["simulate", "score", str(tmp_path / "missing")]) == 2
+
+
+def test_replicator_stall_and_catch_up_and_what_the_pack_reads():
+    from brokerscope.simulate.kafka import ReplicatorFlow
+    from brokerscope.simulate.model import Span
+
+    flow = ReplicatorFlow(rate=100.0, stall=Span(10.0, 18.0))
+    assert (flow.lag(9.9), flow.lag(14.0), flow.lag(18.0), flow.lag(22.0)) == (0.0, 400.0, 800.0, 0.0)
+    assert (flow.throughput(12.0), flow.throughput(19.0), flow.throughput(23.0)) == (0.0, 300.0, 100.0)
+    over = flow.over(3.0)
+    assert (over.start, over.end) == (13.0, 20.5)
+    assert flow.lag_s(over.start) == pytest.approx(3.0) and flow.lag_s(over.end) == pytest.approx(3.0)
+    sc = scenario("lag-spike", "kafka")
+    worker = sc.members[-1]
+    env = next(e for e in envelopes(sc) if e["target"] == worker.name)
+    rows = PACKS["kafka"].normalize(observation_from_envelope(env, "kafka", worker.group), "k")
+    assert {(r["flow"], r["topic"], r["partition"]) for r in rows.replication_stats} == {
+        ("replicator", "orders", 0), ("replicator", "orders", 1)}
+    assert [t["code"] for t in sc.truth["lag"]] == ["follower-lag", "under-replicated", "replication-lag", "replication-lag"]

@@ -213,7 +213,8 @@ class Producer:
 
     def __init__(self, stomp_url: str, name: str, period: float = 0.2) -> None:
         self.stomp_url, self.name, self.period = stomp_url, name, period
-        self.acked: list[float] = []
+        self.acked: list[float] = []  # when each acknowledged send got its receipt
+        self.acked_sent: list[float] = []  # … and when it was sent
         self.refused: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"producer-{name}", daemon=True)
@@ -231,6 +232,10 @@ class Producer:
     def acked_between(self, start: float, end: float) -> list[float]:
         return [t for t in self.acked if start <= t <= end]
 
+    def sent_and_acked_between(self, start: float, end: float) -> int:
+        """Sends both made and acknowledged inside [start, end]."""
+        return sum(1 for s, a in zip(self.acked_sent, self.acked) if start <= s and a <= end)
+
     def _loop(self) -> None:
         from infra.lab import LabError, stomp_send
 
@@ -240,6 +245,7 @@ class Producer:
             try:
                 stomp_send(self.stomp_url, QUEUE, [f"{self.name}-{n}"], persistent=False, timeout=1.0)
                 self.acked.append(time.time())
+                self.acked_sent.append(t)
             except (OSError, LabError):
                 self.refused.append(t)
             n += 1

@@ -14,6 +14,7 @@ the timeline.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
@@ -138,7 +139,8 @@ def line_read_latency(lh, event: dict, pause_end: float) -> float | None:
     """When the collector read the pause's log line, after the pause ended."""
     lines = [r for r in rows(lh, "bronze_gc_lines")
              if r["target"] == event["target"] and r["file_id"] == event["file_id"] and r["line_no"] >= event["source_line"]]
-    read = [epoch(r["ts"]) for r in lines if "Pause" in (r["line"] or "")]
+    # the event's closing line carries the pause (`… Pause Full (…) 240M->161M(494M) 5364.290ms`)
+    read = [epoch(r["ts"]) for r in lines if re.search(r"Pause .*\d+(\.\d+)?ms$", r["line"] or "")]
     return min(read) - pause_end if read else None
 
 

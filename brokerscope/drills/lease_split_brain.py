@@ -44,10 +44,11 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
     build_agent()
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "lease_ms": LEASE_MS, "keep_alive_ms": KEEP_ALIVE_MS}
     say("starting PostgreSQL (own cluster in the workdir) and one TCP proxy per broker")
-    pg = PgCluster(workdir / "lab" / "pg").start()
+    pg = PgCluster(workdir / "lab" / "pg")
     proxies = {}
     pair = None
     try:
+        pg.start()
         names = ("amq-a", "amq-b")
         proxies = {n: TcpProxy(("127.0.0.1", pg.port), name=n).start() for n in names}
         pair = ActiveMQPair(workdir / "lab", names=names, store="jdbc-lease", lock_acquire_sleep_ms=LEASE_MS,

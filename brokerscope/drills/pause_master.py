@@ -51,7 +51,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
         truth["master_answers_again_ts"] = pair.wait_for_role(master, "master", timeout=30)
         settle(interval)
         truth["producer"] = producer.stop()
-        truth["producer_acked_during_pause"] = len(producer.acked_between(truth["sigstop_ts"] + 0.05, truth["sigcont_ts"]))
+        truth["producer_acked_during_pause"] = producer.sent_and_acked_between(truth["sigstop_ts"], truth["sigcont_ts"])
         truth["roles_after"] = pair.roles()
         truth["collector"] = col.stop().summary()
     finally:
@@ -59,7 +59,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
     truth["slave_took_over"] = "master" in truth["slave_roles_during_pause"]
     truth["dual_master"] = truth["slave_took_over"]  # the stopped master is still master when it resumes
     say(f"during the pause {slave} was: {sorted(set(truth['slave_roles_during_pause']))}; "
-        f"producer on {master}: {truth['producer_acked_during_pause']} sends acknowledged while stopped")
+        f"producer on {master}: {truth['producer_acked_during_pause']} sends made and acknowledged while stopped")
     write_truth(workdir, truth)
     return cfg_path, truth
 
@@ -112,5 +112,5 @@ def score(lh, truth: dict) -> Scorecard:
         card.require(len(mine) == 1 and mine[0]["unanswered_inside"] > 0,
                      f"{master}'s mastership should be one interval with the pause inside it: {mine}")
     card.facts["slave took over during the pause"] = truth["slave_took_over"]
-    card.facts["producer sends acknowledged while stopped"] = truth["producer_acked_during_pause"]
+    card.facts["producer sends made and acknowledged while stopped"] = truth["producer_acked_during_pause"]
     return card

@@ -78,13 +78,9 @@ class Jolokia1:
         return f"No MBean with pattern {pattern} found for reading attributes"
 
     def echo(self, request: dict) -> dict:
-        mbean = request["mbean"]
-        name = parse_object_name(mbean)
-        if name.pattern:
-            props = [(k, v) for k, v in _written_props(mbean)]
-            mbean = f"{name.domain}:" + ",".join(f"{k}={v}" for k, v in sorted(props)) + (",*" if name.list_pattern else "")
-        else:
-            mbean = f"{name.domain}:" + ",".join(f"{k}={v}" for k, v in sorted(_written_props(mbean)))
+        name = parse_object_name(request["mbean"])
+        props = ",".join(f"{k}={v}" for k, v in sorted(written_props(request["mbean"])))
+        mbean = f"{name.domain}:{props}" + (",*" if name.list_pattern else "")
         return {"mbean": mbean, "attribute": request["attribute"], "type": "read"}
 
 
@@ -121,7 +117,7 @@ def dialect(generation: int):
         raise ValueError(f"Jolokia generation {generation!r} is not simulated (use 1 or 2)") from None
 
 
-def _written_props(name: str) -> list[tuple[str, str]]:
+def written_props(name: str) -> list[tuple[str, str]]:
     """Properties exactly as written (quotes kept), without a trailing `*`."""
     rest = name.split(":", 1)[1]
     out, depth, cur = [], False, ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brokerscope.simulate.jolokia import MBean, _written_props
+from brokerscope.simulate.jolokia import MBean, written_props
 from brokerscope.simulate.model import Member, Span
 
 
@@ -69,7 +69,7 @@ def broker_mbeans(b: BrokerMetrics) -> dict[str, dict]:
 
 def as_registry(mbeans: dict[str, dict]) -> list[MBean]:
     """Registered names → MBeans (properties in the order written)."""
-    return [MBean(name.split(":", 1)[0], _written_props(name), attrs) for name, attrs in mbeans.items()]
+    return [MBean(name.split(":", 1)[0], written_props(name), attrs) for name, attrs in mbeans.items()]
 
 
 def value_at(series: list[tuple[Span, int]], t: float) -> int:
@@ -95,4 +95,73 @@ def metrics_at(member: Member, t: float) -> BrokerMetrics:
 
 
 def registry(member: Member, t: float) -> list[MBean]:
+    """A broker's Yammer metrics; a Connect worker (facts `replicator`) has only Replicator's."""
+    if "replicator" in member.facts:
+        return replicator_registry(member, t)
     return as_registry(broker_mbeans(metrics_at(member, t)))
+
+
+# --- Confluent Replicator on a Connect worker (CATALOG §3.4) -------------------------------------------
+# `confluent.replicator:type=confluent-replicator-task-metrics` with the four keys CATALOG gives as
+# likely (`confluent-replicator-name`, `-task`, `-topic-name`, `-task-topic-partition`; UNVERIFIED),
+# numeric `…-message-lag` (messages produced to the origin not yet replicated), `…-latency` (ms),
+# `…-throughput` (messages/s; name UNVERIFIED), `…-byte-throughput`, and the string attributes.
+
+REPLICATOR_TP = "confluent-replicator-task-topic-partition-"
+
+
+@dataclass(frozen=True)
+class ReplicatorFlow:
+    """Origin producing `rate` messages/s per partition; replication stalls during `stall`, then
+    catches up at 3× the rate (lag shrinking by 2× the rate) until it is back at zero."""
+
+    rate: float
+    stall: Span
+    partitions: tuple[tuple[str, int], ...] = (("orders", 0), ("orders", 1))
+
+    def lag(self, t: float) -> float:
+        s = self.stall
+        if t < s.start:
+            return 0.0
+        if t < s.end:
+            return self.rate * (t - s.start)
+        return max(0.0, self.rate * (s.end - s.start) - 2 * self.rate * (t - s.end))
+
+    def throughput(self, t: float) -> float:
+        if self.stall.holds(t):
+            return 0.0
+        return 3 * self.rate if t >= self.stall.end and self.lag(t) > 0 else self.rate
+
+    def lag_s(self, t: float) -> float:
+        """Lag in time: the origin's log end grows at `rate`, so lag / rate."""
+        return self.lag(t) / self.rate
+
+    def over(self, threshold_s: float) -> Span:
+        """When lag_s exceeds the threshold: from stall start + threshold until the catch-up brings it back."""
+        s = self.stall
+        return Span(s.start + threshold_s, s.end + (s.end - s.start - threshold_s) / 2)
+
+
+def replicator_mbean(task: str, topic: str, partition: int, lag: float, latency_ms: float,
+                     throughput: float) -> tuple[str, dict]:
+    """(registered name, attributes) of one Replicator task-topic-partition."""
+    name = (f"confluent.replicator:type=confluent-replicator-task-metrics,"
+            f"confluent-replicator-name=replicator-dc1-dc2,confluent-replicator-task={task},"
+            f"confluent-replicator-topic-name={topic},confluent-replicator-task-topic-partition={partition}")
+    return name, {
+        REPLICATOR_TP + "message-lag": lag,
+        REPLICATOR_TP + "latency": latency_ms,
+        REPLICATOR_TP + "throughput": throughput,
+        REPLICATOR_TP + "byte-throughput": throughput * 1024,
+        "confluent-replicator-source-cluster": "dc1",
+        "confluent-replicator-destination-cluster": "dc2",
+        "confluent-replicator-destination-topic-name": topic,
+    }
+
+
+def replicator_registry(member: Member, t: float) -> list[MBean]:
+    flow: ReplicatorFlow = member.facts["replicator"]
+    return as_registry(dict(
+        replicator_mbean(str(task), topic, partition, float(round(flow.lag(t))), round(flow.lag_s(t) * 1000 + 35.0, 1),
+                         flow.throughput(t))
+        for task, (topic, partition) in enumerate(flow.partitions)))

@@ -26,6 +26,7 @@ from random import Random
 from typing import Callable
 
 from brokerscope.simulate.gclog import Pause
+from brokerscope.simulate.kafka import ReplicatorFlow
 from brokerscope.simulate.model import Destination, Member, Scenario, Span, within
 
 T0 = datetime(2026, 11, 23, 9, 0, 0, tzinfo=timezone.utc)
@@ -315,7 +316,10 @@ def stuck_threshold(spec: Spec) -> float:
 
 def lag_spike(spec: Spec) -> Scenario:
     """A follower (kafka-3) falls behind: its ReplicaFetcherManager MaxLag climbs far above the
-    threshold and the leaders report its partitions under-replicated; then it catches up."""
+    threshold and the leaders report its partitions under-replicated; then it catches up. Later,
+    Confluent Replicator (on its own Connect worker) stalls for 8 intervals and catches up at three
+    times the origin's rate: lag in time above the threshold (3 intervals) for a while. The stall is
+    shorter than Burrow's window (10), so no consumer status finding is due."""
     rng = Random(spec.seed)
     brokers = members_of(spec, rng)
     start = _fault_time(spec, rng, 0.3)
@@ -324,12 +328,27 @@ def lag_spike(spec: Spec) -> Scenario:
     brokers[2].facts["max_lag"] = [(Span(start, end), 25_000)]
     for i, m in enumerate(brokers[:2]):
         m.facts["urp"] = [(Span(start, end), 5 + i)]
+    worker = Member(spec.prefix + "replicator-worker", "kafka", spec.prefix + "replicator-worker",
+                    URLS["kafka"].format(spec.prefix + "replicator-worker"), offset_ms=19)
+    stall_start = _fault_time(spec, rng, 0.55)
+    flow = ReplicatorFlow(rate=100.0, stall=Span(stall_start, at_ms(stall_start + 8 * spec.interval)))
+    worker.facts["replicator"] = flow
+    threshold = lag_threshold(spec)
+    over = flow.over(threshold)
     truth = empty_truth()
     g = brokers[0].group
     truth["lag"] += [{"group": g, "code": "follower-lag", "instance": None, "start": iso(start), "end": iso(end)},
                      {"group": g, "code": "under-replicated", "instance": None, "start": iso(start), "end": iso(end)}]
-    truth["expect"] = {"split_brain": 0, "failovers": 0}
-    return _scenario("lag-spike", spec, brokers, truth, config_extra={"analysis": {"lag": {"follower_lag_messages": 1000}}})
+    truth["lag"] += [{"group": worker.group, "code": "replication-lag", "instance": worker.name, "topic": topic,
+                      "partition": partition, "start": iso(over.start), "end": iso(over.end)}
+                     for topic, partition in flow.partitions]
+    truth["expect"] = {"split_brain": 0, "failovers": 0, "lag_threshold_s": threshold}
+    extra = {"analysis": {"lag": {"follower_lag_messages": 1000, "lag_threshold": threshold}}}
+    return _scenario("lag-spike", spec, brokers + [worker], truth, config_extra=extra)
+
+
+def lag_threshold(spec: Spec) -> float:
+    return round(3 * spec.interval, 3)
 
 
 # --- scrape gaps ----------------------------------------------------------------------------------------
@@ -368,7 +387,10 @@ def clock_skew(spec: Spec) -> Scenario:
     b.skew_s = spec.skew if spec.skew is not None else round(-3.4 * spec.interval, 3)
     sc.truth["skew"].append({"target": b.name, "offset_s": b.skew_s})
     sc.truth["expect"]["note"] = (
-        f"{b.name}'s collector clock is {b.skew_s:+.3f} s off; the truth is in true time")
+        f"{b.name}'s collector clock is {b.skew_s:+.3f} s off; the truth is in true time. A correct analysis "
+        "estimates each collector's offset from the agents' item `timestamp` (epoch seconds, the broker's "
+        "clock), e.g. the median of envelope ts − item timestamp per target, shifts that target's "
+        "observations by it, and then finds one failover within one interval and no split brain")
     return sc
 
 

@@ -223,21 +223,32 @@ def in_scrape_gap(truth: dict, row: dict, interval: float) -> bool:
         for g in truth["scrape_gaps"])
 
 
-def score_lag(truth: dict, rows: list[dict], interval: float):
-    """Rows marked `possible` that lie inside a scrape gap of the truth are hedges, not errors: they
-    are listed in the notes and left out of precision."""
+LAG_IN_TIME_CODES = ("replication-lag",)
+
+
+def score_lag(truth: dict, rows: list[dict], interval: float, in_time: bool = False):
+    """Replication findings of the codes counted from broker metrics (`in_time` False: controllers,
+    ISR, follower MaxLag; boundaries are part of the bar) or the lag-in-time ones (`in_time` True:
+    `replication-lag`, an estimate derived from sampled throughput and lag; the boundary is reported,
+    recall and precision are the bar). Rows marked `possible` that lie inside a scrape gap of the
+    truth are hedges, not errors: they are listed in the notes and left out of precision."""
+    rows = [r for r in rows if (r["code"] in LAG_IN_TIME_CODES) == in_time]
+    expected = [t for t in truth["lag"] if (t["code"] in LAG_IN_TIME_CODES) == in_time]
     hedged = [r for r in rows if in_scrape_gap(truth, r, interval)]
     rows = [r for r in rows if r not in hedged]
 
     def same(t, f):
         return (f["code"] == t["code"] and f["group_name"] == t["group"]
                 and (t.get("instance") is None or f["instance"] == t["instance"])
+                and all(t.get(k) is None or f.get(k) == t[k] for k in ("topic", "partition"))
                 and _overlaps(f["start_ts"], f["end_ts"], t["start"], t["end"], interval))
 
-    describe = lambda f: (f"{f['code']} {f['group_name']} {f['instance'] or ''} {f['certainty']} "  # noqa: E731
+    describe = lambda f: (f"{f['code']} {f['group_name']} {f['instance'] or ''} {f.get('topic') or ''}"  # noqa: E731
+                          f"{'' if f.get('partition') is None else '-' + str(f['partition'])} {f['certainty']} "
                           f"{_t(f['start_ts']).isoformat()} → {_t(f['end_ts']).isoformat()}{' (open)' if f['is_open'] else ''}")
-    s, pairs = _type_score("lag", "replication_findings", truth["lag"], rows, same, _bounds_error, interval,
-                           lambda t: f"{t['code']} {t['group']} {t['start']} → {t['end']}", describe)
+    s, pairs = _type_score("lag_in_time" if in_time else "lag", "replication_findings", expected, rows, same,
+                           _bounds_error, interval, lambda t: f"{t['code']} {t['group']} {t['start']} → {t['end']}",
+                           describe, bar_boundary=not in_time)
     s.notes += [f"possible, inside a scrape gap (not counted): {describe(f)}" for f in hedged]
     return s, pairs
 
@@ -314,8 +325,11 @@ def score(lh, truth: dict) -> Report:
     scores += [fo, sb]
     if truth["stuck"] or _rows(lh, "stuck_messages"):
         scores.append(score_stuck(truth, _rows(lh, "stuck_messages") or [], iv)[0])
-    if truth["lag"] or _rows(lh, "replication_findings"):
-        scores.append(score_lag(truth, _rows(lh, "replication_findings") or [], iv)[0])
+    findings = _rows(lh, "replication_findings") or []
+    for in_time in (False, True):
+        if any((t["code"] in LAG_IN_TIME_CODES) == in_time for t in truth["lag"]) or \
+                any((r["code"] in LAG_IN_TIME_CODES) == in_time for r in findings):
+            scores.append(score_lag(truth, findings, iv, in_time)[0])
     if truth["gc_pauses"]:
         scores.append(score_gc(truth, _rows(lh, "gc_findings") or [], iv)[0])
         causes = _rows(lh, "finding_causes")

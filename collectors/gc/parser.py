@@ -100,7 +100,8 @@ class GcLogParser:
         # Until a unified line has been seen, the unified handler returns 0 (without side
         # effects) for every line that does not start with '[' or one of the undecorated
         # unified messages ('GC(', 'Using ', 'Initializing ', 'Safepoint "', 'Allocation
-        # Stall ('): skip the call for those, i.e. for almost every line of a legacy log.
+        # Stall ('), nor for '[' lines that cannot start a decorator (_may_be_decorated):
+        # skip the call for those, i.e. for almost every line of a legacy log.
         if legacy.rec is None and not legacy.heap_block and (
             self.unified_mode or self._unified.foreign_block
             or (line[:1] in _UNIFIED_FIRST and (line[:1] != "[" or self._may_be_decorated(line)))

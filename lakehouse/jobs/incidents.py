@@ -273,12 +273,16 @@ def summarize_incident(ev: pd.DataFrame) -> pd.DataFrame:
 # --- Spark wiring ----------------------------------------------------------------------------------------------
 
 
-def incidents(ev: DataFrame, gap_s: float) -> tuple[DataFrame, DataFrame]:
-    """(incidents, incident_evidence) of the evidence rows."""
+def assigned_evidence(ev: DataFrame, gap_s: float) -> DataFrame:
+    """The evidence rows with their incident_id (ASSIGNED_SCHEMA)."""
     def per_cluster(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
         return assign_incidents(pdf, gap_s)
 
-    assigned = ev.groupBy("cluster").applyInPandas(per_cluster, ASSIGNED_SCHEMA)
+    return ev.groupBy("cluster").applyInPandas(per_cluster, ASSIGNED_SCHEMA)
+
+
+def incidents(assigned: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(incidents, incident_evidence) of assigned evidence rows."""
     return (assigned.groupBy("incident_id").applyInPandas(summarize_incident, INCIDENTS.spark_schema()),
             assigned.select(*INCIDENT_EVIDENCE.column_names))
 
@@ -292,9 +296,9 @@ def run_incidents(slh, gap_s: float, kinds: dict[str, str] | None = None, progre
     """All gold findings → incidents, incident_evidence (whole tables every run). `kinds`: target →
     kind from the config (GC findings name only their target)."""
     (progress or (lambda m: None))("gold incidents, incident_evidence")
-    ev = evidence({t: slh.read(t) for t in SOURCE_TABLES}, kinds).cache()
-    found, rows = incidents(ev, gap_s)
+    assigned = assigned_evidence(evidence({t: slh.read(t) for t in SOURCE_TABLES}, kinds), gap_s).cache()
+    found, rows = incidents(assigned)
     counts = {"incidents": slh.write("incidents", found, commit_info=commit_info),
               "incident_evidence": slh.write("incident_evidence", rows, commit_info=commit_info)}
-    ev.unpersist()
+    assigned.unpersist()
     return counts
