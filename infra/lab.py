@@ -9,10 +9,19 @@ port, writes unified GC logs and its own logs under ``<workdir>/<name>/``.
         pair.kill("amq-a")                             # SIGKILL
         pair.wait_for_role("amq-b", "master", 30)
 
+Stores (``ActiveMQPair(store=...)``): ``shared-kahadb`` (the default, above); ``separate-kahadb``
+(each broker its own ``<name>/kahadb``: a misconfigured pair, both master); ``jdbc-lease`` (a JDBC
+store in PostgreSQL with the lease-database-locker, ``jdbc_urls`` per broker, e.g. through an
+``infra.tcp_proxy.TcpProxy`` to an ``infra.pg_lab.PgCluster``; the driver jar is linked into
+``<name>/lib``). ``gc_flags`` picks the collector (default G1); ``ballast_jvm_arg(mb)`` adds a live
+set (``infra/gc_ballast``).
+
 Layout of ``<workdir>``::
 
     pids.json                 pids and endpoints of the brokers started by this lab
     shared/kahadb/            the shared KahaDB store (lock file: shared/kahadb/lock)
+    <name>/kahadb/            its own KahaDB (store="separate-kahadb")
+    <name>/lib/               postgresql.jar link (store="jdbc-lease")
     <name>/conf/activemq.xml  rendered from infra/activemq/activemq.xml
     <name>/conf/log4j.xml     rendered from infra/activemq/log4j.xml
     <name>/broker.log         JVM stdout+stderr (log4j console output, agent messages)

@@ -206,26 +206,45 @@ class _SharedRecorder:
         pass
 
 
-class Producer:
-    """Sends one non-persistent STOMP message to a broker every ``period`` s from a thread and notes
-    what it saw: the times of acknowledged (RECEIPT) sends and of refused ones. What a client
-    pinned to that broker experiences."""
+class Periodic:
+    """Calls ``tick()`` every ``period`` s from a daemon thread between ``start()`` and ``stop()``."""
 
-    def __init__(self, stomp_url: str, name: str, period: float = 0.2) -> None:
-        self.stomp_url, self.name, self.period = stomp_url, name, period
-        self.acked: list[float] = []  # when each acknowledged send got its receipt
-        self.acked_sent: list[float] = []  # … and when it was sent
-        self.refused: list[float] = []
+    def __init__(self, name: str, period: float) -> None:
+        self.period = period
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"producer-{name}", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
-    def start(self) -> "Producer":
+    def start(self):
         self._thread.start()
         return self
 
-    def stop(self) -> dict:
+    def stop(self):
         self._stop.set()
-        self._thread.join(10)
+        self._thread.join(30)
+
+    def tick(self) -> None:
+        raise NotImplementedError
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.tick()
+            self._stop.wait(self.period)
+
+
+class Producer(Periodic):
+    """Sends one non-persistent STOMP message to a broker every ``period`` s and notes what it saw:
+    the times of acknowledged (RECEIPT) sends and of refused ones. What a client pinned to that
+    broker experiences."""
+
+    def __init__(self, stomp_url: str, name: str, period: float = 0.2) -> None:
+        super().__init__(f"producer-{name}", period)
+        self.stomp_url, self.name = stomp_url, name
+        self.acked: list[float] = []  # when each acknowledged send got its receipt
+        self.acked_sent: list[float] = []  # … and when it was sent
+        self.refused: list[float] = []
+
+    def stop(self) -> dict:
+        super().stop()
         return {"acked": len(self.acked), "refused": len(self.refused),
                 "first_acked": self.acked[0] if self.acked else None, "last_acked": self.acked[-1] if self.acked else None}
 
@@ -236,20 +255,17 @@ class Producer:
         """Sends both made and acknowledged inside [start, end]."""
         return sum(1 for s, a in zip(self.acked_sent, self.acked) if start <= s and a <= end)
 
-    def _loop(self) -> None:
+    def tick(self) -> None:
         from infra.lab import LabError, stomp_send
 
-        n = 0
-        while not self._stop.is_set():
-            t = time.time()
-            try:
-                stomp_send(self.stomp_url, QUEUE, [f"{self.name}-{n}"], persistent=False, timeout=1.0)
-                self.acked.append(time.time())
-                self.acked_sent.append(t)
-            except (OSError, LabError):
-                self.refused.append(t)
-            n += 1
-            self._stop.wait(self.period)
+        t = time.time()
+        try:
+            stomp_send(self.stomp_url, QUEUE, [f"{self.name}-{len(self.acked) + len(self.refused)}"],
+                       persistent=False, timeout=1.0)
+            self.acked.append(time.time())
+            self.acked_sent.append(t)
+        except (OSError, LabError):
+            self.refused.append(t)
 
 
 # --------------------------------------------------------------------------------------------------

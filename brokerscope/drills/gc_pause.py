@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-import threading
 import time
 from datetime import timedelta
 from pathlib import Path
 
 from brokerscope.drills.common import (
-    Scorecard, activemq_targets, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth,
+    Periodic, Scorecard, activemq_targets, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth,
 )
 
 NAME = "gc-pause"
@@ -33,35 +32,23 @@ TTL_MS = 1000  # the connection TTL the target is judged against: a longer pause
 MIN_PAUSE_MS = 1000
 
 
-class JolokiaProbe:
-    """Reads the broker's ``Slave`` attribute every 50 ms from a thread; keeps (sent, answered) pairs."""
+class JolokiaProbe(Periodic):
+    """Reads the broker's ``Slave`` attribute every 50 ms; keeps (sent, answered) pairs."""
 
     def __init__(self, url: str) -> None:
+        super().__init__("gc-probe", 0.05)
         self.url = url
         self.samples: list[tuple[float, float | None]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="gc-probe", daemon=True)
 
-    def start(self) -> "JolokiaProbe":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _loop(self) -> None:
+    def tick(self) -> None:
         from infra.lab import BROKER_MBEAN_PATTERN, jolokia_request
 
-        body = {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"}
-        while not self._stop.is_set():
-            sent = time.time()
-            try:
-                jolokia_request(self.url, body, timeout=20)
-                self.samples.append((sent, time.time()))
-            except OSError:
-                self.samples.append((sent, None))
-            self._stop.wait(0.05)
+        sent = time.time()
+        try:
+            jolokia_request(self.url, {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"}, timeout=20)
+            self.samples.append((sent, time.time()))
+        except OSError:
+            self.samples.append((sent, None))
 
     def longest_stall(self) -> tuple[float, float] | None:
         """(sent, answered) of the probe that waited longest: the pause lies inside it."""
