@@ -266,7 +266,7 @@ COLLECTOR_HEALTH = TableContract(
     ),
     columns=(
         _c("obs_key", pa.string(), "bronze observation", False),
-        _c("ts", TS, "observation time", False),
+        _c("ts", TS, "observation time (on the brokers' clock when `clock_skew_s` is applied)", False),
         _c("obs_date", pa.string(), "partition column", False),
         _c("kind", pa.string(), "broker kind", False),
         _c("target", pa.string(), "target name", False),
@@ -280,6 +280,11 @@ COLLECTOR_HEALTH = TableContract(
         _c("items_ok", pa.int32(), "items with status 200", False),
         _c("items_failed", pa.int32(), "items with another status", False),
         _c("item_errors", pa.string(), "distinct item errors, e.g. `404: …InstanceNotFoundException`"),
+        _c("clock_skew_s", pa.float64(), "broker clock − collector clock estimated from the agent's timestamps (s); "
+           "observations of this target are shifted by it when |value| ≥ threshold (lakehouse.jobs.spine."
+           "CLOCK_SKEW_THRESHOLD_S, 1 s); null: too few answered scrapes yet"),
+        _c("collector_ts", TS, "observation time on the collector's clock, as in bronze (`ts` and the other silver "
+           "tables carry it shifted by `clock_skew_s` when that is applied)"),
     ),
     keys=("obs_key",),
     partition_by=("obs_date",),

@@ -134,15 +134,16 @@ def test_a_gc_cause_joins_the_split_brain_incident(spark):
     cause = {"cause_id": "c1", "effect_table": "split_brain_windows", "effect_id": "w1", "cause_table": "gc_findings",
              "cause_id_ref": "gc1", "cause_code": "gc.full", "group_name": "g", "instance": "amq-a", "cause_ts": at(5),
              "effect_ts": at(30), "lead_s": 25.0, "confidence": "likely", "message": "amq-a paused 21.3 s in a full GC"}
-    found, rows = run(spark, split_brain_windows=[window], gc_findings=[gc], finding_causes=[cause])
+    same_pause = gc | {"finding_id": "gc2", "code": "gc.pause-over-third-session", "severity": "error"}
+    found, rows = run(spark, split_brain_windows=[window], gc_findings=[gc, same_pause], finding_causes=[cause])
     assert len(found) == 1
     inc = found[0]
     assert inc["cluster"] == "g" and inc["severity"] == "critical" and inc["has_split_brain"] and not inc["has_failover"]
-    assert inc["title"] == "split brain in g (certain, 10.0 s) — likely cause: gc.full on amq-a"
+    assert inc["title"] == "split brain in g (certain, 10.0 s) — likely cause: amq-a paused 21.3 s in a full GC"
     lines = inc["narrative"].splitlines()
     assert lines[0] == "02:13:05.000  likely cause: amq-a paused 21.3 s in a full GC" and "SPLIT BRAIN (certain)" in lines[1]
-    assert "messages accepted: amq-a 3, amq-b 5" in lines[1] and len(lines) == 2  # the bare GC finding is told by its cause
-    assert {r["source_table"] for r in rows} == {"split_brain_windows", "gc_findings", "finding_causes"}
+    assert "messages accepted: amq-a 3, amq-b 5" in lines[1] and len(lines) == 2  # the bare GC findings are told by the cause
+    assert sorted(r["source_id"] for r in rows) == ["c1", "gc1", "gc2", "w1"]  # the pause's other finding too, untold
 
 
 def test_info_findings_are_no_incidents(spark):

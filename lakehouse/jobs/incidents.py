@@ -149,17 +149,23 @@ def cause_evidence(causes: DataFrame) -> DataFrame:
     row = _row("finding_causes", F.col("cause_id"), F.col("cause_code"), F.lit("info"), F.col("group_name"), F.col("instance"),
                F.col("cause_ts"), F.col("cause_ts"), F.format_string("%s cause: %s", "confidence", "message"),
                F.col("group_name"), F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(False),
-               F.format_string("%s on %s", "cause_code", F.coalesce("instance", "group_name")))
+               F.split(F.col("message"), ";").getItem(0))  # the cause in words: 'amq-a paused 21.3 s in a full GC at …'
     return causes.select(*row[:-2], F.col("effect_id").alias("attach_to"), F.col("confidence"))
 
 
 def attach_causes(ev: DataFrame, causes: DataFrame) -> DataFrame:
     """The GC / ZooKeeper findings that caused an HA event join its incident: its cluster, attached
-    to the event (the first event by id when a finding caused several)."""
+    to the event (the first event by id when a finding caused several). So do the other GC findings
+    of the same pause (same target and start: one cause row names the most telling of them)."""
     link = causes.groupBy(F.col("cause_id_ref").alias("source_id")).agg(
         F.min(F.struct("effect_id", "group_name")).alias("_to"))
-    return (ev.join(link, "source_id", "left")
-            .withColumn("cluster", F.coalesce(F.col("_to.group_name"), F.col("cluster")))
+    linked = ev.join(link, "source_id", "left")
+    is_gc = F.col("source_table") == "gc_findings"
+    pauses = (linked.where(is_gc & F.col("_to").isNotNull()).groupBy("instance", "start_ts")
+              .agg(F.min("_to").alias("_pause_to")))
+    linked = linked.join(pauses, ["instance", "start_ts"], "left").withColumn(
+        "_to", F.coalesce(F.col("_to"), F.when(is_gc, F.col("_pause_to"))))
+    return (linked.withColumn("cluster", F.coalesce(F.col("_to.group_name"), F.col("cluster")))
             .withColumn("attach_to", F.coalesce(F.col("attach_to"), F.col("_to.effect_id")))
             .select(*EVIDENCE_COLUMNS))
 

@@ -4,7 +4,7 @@ A finding built from observations is a run: its first and last observation showi
 (`start_ts`, `end_ts`) and the neighbouring observations that did not (`start_lower`, `end_upper`;
 null where there was none: the condition held from the first observation, or still holds at the
 last one — `is_open`). Between two observations the state is unknown, so the truth lies between
-the bounds. Shared by the stuck-message and lag jobs; numpy only, no Spark.
+the bounds. Shared by the stuck-message, lag, risk and incident jobs; numpy only, no Spark.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import operator
 import sys
+from datetime import datetime, timedelta, timezone
 from functools import reduce
 from typing import Iterator, Sequence
 
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from collectors.base import Observation, collector_health_row
+from collectors.base import Observation, broker_clock_skew_s, collector_health_row
 from collectors.packs import PACKS
 from lakehouse.jobs.watermark import Watermark, fingerprint, read_watermark
 from lakehouse.tables import BROKER_STATE, FAILOVER_EVENTS, ROLE_INTERVALS, SILVER_FROM_JOLOKIA, TS, contract
@@ -43,6 +44,7 @@ def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[
     c = contract(table)
     out: list[dict] = []
     cols = batch.to_pydict()
+    skews, shifts = cols.get("clock_skew_s"), cols.get("shift_us")  # see clock_skews (absent: no shift)
     for i in range(batch.num_rows):
         target = cols["target"][i]
         kind, group = targets.get(target, (cols["kind"][i], cols["group_name"][i]))
@@ -50,8 +52,9 @@ def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[
         if table != "collector_health" and (pack is None or table not in pack.tables):
             continue
         resp = cols["response_json"][i]
+        shift = shifts[i] if shifts is not None and shifts[i] else 0
         obs = Observation(
-            ts=cols["ts"][i],
+            ts=cols["ts"][i] + timedelta(microseconds=shift) if shift else cols["ts"][i],
             target=target,
             kind=kind,
             group=group,
@@ -61,18 +64,138 @@ def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[
             elapsed_ms=cols["elapsed_ms"][i],
         )
         if table == "collector_health":
-            out.append(collector_health_row(obs, cols["obs_key"][i], cols["error_kind"][i]))
+            row = collector_health_row(obs, cols["obs_key"][i], cols["error_kind"][i])
+            row["collector_ts"] = cols["ts"][i]
+            row["clock_skew_s"] = skews[i] if skews is not None else None
+            out.append(row)
         else:
             out.extend(pack.normalize(obs, cols["obs_key"][i]).get(table))
     return pa.RecordBatch.from_pylist(out, schema=c.schema)
 
 
-def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str | None]]) -> DataFrame:
+def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str | None]],
+              skews: DataFrame | None = None) -> DataFrame:
+    """`skews`: per obs_key the target's clock skew estimate and the shift to apply (clock_skews)."""
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             yield normalize_batch(b, table, targets)
 
+    if skews is not None:
+        bronze = bronze.join(skews, "obs_key", "left")
     return bronze.mapInArrow(parse, contract(table).spark_schema())
+
+
+# --- clock skew between collectors ------------------------------------------------------------------
+#
+# Observations carry the collector's clock; the Jolokia agent stamps every item with the broker
+# JVM's clock (`timestamp`, whole epoch seconds). Per target, each answered scrape gives one sample
+# of broker clock − collector clock: median item timestamp + 0.5 − observation ts (+0.5: the agent
+# truncates to whole seconds, so the stamp is on average half a second behind). The estimate for a
+# row is the median of the last SKEW_WINDOW samples of its target at or before it (causal: rows
+# appended later never change it, so incremental runs equal full ones); rows before the target's
+# SKEW_MIN_SAMPLES-th sample take the estimate at that sample, rows without an answer the last
+# estimate before them. Silver rows of the target are placed on the brokers' clock, shifted by the
+# estimate (whole ms), when |estimate| >= CLOCK_SKEW_THRESHOLD_S; below it (NTP noise, truncation,
+# the scrape phase) nothing moves. collector_health keeps the estimate and the collector's time.
+# Caveat: one target cannot tell a wrong collector clock from a wrong broker clock; both are
+# aligned to the broker's.
+
+CLOCK_SKEW_THRESHOLD_S = 1.0
+SKEW_WINDOW = 60  # answered scrapes the running median covers
+SKEW_MIN_SAMPLES = 5  # fewer: no estimate, no shift
+SKEW_SAMPLES_SCHEMA = "obs_key string, target string, us long, sample double"
+SKEW_SCHEMA = "obs_key string, clock_skew_s double, shift_us long"
+
+
+def skew_sample_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """bronze rows → (obs_key, target, µs, sample): one skew sample per answered scrape (else null)."""
+    us, _ = micros(batch.column("ts"))
+    cols = batch.select(["obs_key", "target", "response_json", "error"]).to_pydict()
+    samples = []
+    for i, resp in enumerate(cols["response_json"]):
+        sample = None
+        if resp is not None and cols["error"][i] is None:
+            try:
+                items = json.loads(resp)
+            except ValueError:
+                items = None
+            obs = Observation(datetime.fromtimestamp(int(us[i]) / 1e6, tz=timezone.utc), cols["target"][i], "", None, [], items, None)
+            skew = broker_clock_skew_s(obs) if obs.answered else None
+            sample = None if skew is None else skew + 0.5
+        samples.append(sample)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(cols["obs_key"], pa.string()), pa.array(cols["target"], pa.string()), pa.array(us, pa.int64()),
+         pa.array(samples, pa.float64())], names=["obs_key", "target", "us", "sample"])
+
+
+def skew_samples(bronze: DataFrame) -> DataFrame:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            yield skew_sample_batch(b)
+
+    return bronze.select("obs_key", "target", "ts", "response_json", "error").mapInArrow(run, SKEW_SAMPLES_SCHEMA)
+
+
+def estimate_skews(pdf: pd.DataFrame, threshold: float | None = None, window: int | None = None,
+                   min_samples: int | None = None) -> pd.DataFrame:
+    """One target's rows (obs_key, us, sample) → (obs_key, clock_skew_s, shift_us); see above."""
+    threshold = CLOCK_SKEW_THRESHOLD_S if threshold is None else threshold
+    window = SKEW_WINDOW if window is None else window
+    min_samples = SKEW_MIN_SAMPLES if min_samples is None else min_samples
+    pdf = pdf.sort_values(["us", "obs_key"], kind="stable").reset_index(drop=True)
+    sample = pdf["sample"].astype("float64")
+    known = sample.notna()
+    est = pd.Series(np.nan, index=pdf.index)
+    est[known] = sample[known].rolling(window, min_periods=min_samples).median()
+    est = est.ffill().bfill()
+    shift = np.where(est.abs().to_numpy() >= threshold, np.round(est.fillna(0).to_numpy() * 1000) * 1000, 0).astype(np.int64)
+    return pd.DataFrame({"obs_key": pdf["obs_key"], "clock_skew_s": est.astype(object).where(est.notna(), None),
+                         "shift_us": shift})
+
+
+def skews_of(samples: DataFrame) -> DataFrame:
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        return estimate_skews(pdf)
+
+    return samples.groupBy("target").applyInPandas(run, SKEW_SCHEMA)
+
+
+def clock_skews(bronze: DataFrame) -> DataFrame:
+    """Per bronze row: its target's clock skew estimate and the shift its silver rows get."""
+    return skews_of(skew_samples(bronze))
+
+
+def skews_increment(old: DataFrame, new: DataFrame) -> DataFrame | None:
+    """The skews of the `new` bronze rows, equal to what a full run gives them: the running median
+    needs the last SKEW_WINDOW stored samples of their targets (a recent tail of stored rows, all
+    stored rows of the targets it holds too few of). None when that would not be exact: new rows
+    not later than stored ones of their target, or stored rows that wait for an estimate the new
+    rows would give them."""
+    fresh = skew_samples(new).cache()
+    firsts = {r.target: r for r in fresh.groupBy("target").agg(
+        F.min("us").alias("first"), F.count("sample").alias("n")).collect()}
+    if not firsts:
+        fresh.unpersist()
+        return skews_of(fresh)
+    names = F.broadcast(old.sparkSession.createDataFrame([(t,) for t in sorted(firsts)], "target string"))
+    since = min(r.first for r in firsts.values()) - RESUME_TAIL_US
+    tail = skew_samples(old.join(names, "target", "left_semi").where(F.col("ts") >= F.timestamp_micros(F.lit(since)))).cache()
+    found = {r.target: r for r in tail.groupBy("target").agg(F.max("us").alias("last"), F.count("sample").alias("n")).collect()}
+    if any(t in found and found[t].last >= r.first for t, r in firsts.items()):
+        fresh.unpersist(); tail.unpersist()
+        return None
+    short = sorted(t for t in firsts if found.get(t) is None or found[t].n < SKEW_WINDOW)
+    context = tail
+    if short:
+        few = F.broadcast(old.sparkSession.createDataFrame([(t,) for t in short], "target string"))
+        every = skew_samples(old.join(few, "target", "left_semi"))
+        stored = {r.target: r for r in every.groupBy("target").agg(F.count("*").alias("rows"), F.count("sample").alias("n")).collect()}
+        if any(t in stored and stored[t].n < SKEW_MIN_SAMPLES and firsts[t].n > 0 for t in short):
+            fresh.unpersist(); tail.unpersist()
+            return None  # its stored rows have no estimate yet; the new samples would give them one
+        context = tail.join(few, "target", "left_anti").unionByName(every)
+    keys = fresh.select("obs_key")
+    return skews_of(context.unionByName(fresh)).join(keys, "obs_key", "left_semi")
 
 
 def fill_derived_groups(state: DataFrame, configured: set[str], context: DataFrame | None = None) -> DataFrame:
@@ -615,11 +738,13 @@ def run_silver(slh, targets: dict[str, tuple[str, str | None]], say, full: bool 
     say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + " (full)")
     configured = {name for name, (_, group) in targets.items() if group}
     mark = Watermark(SILVER_JOB, version, fp).commit_info()
+    skews = clock_skews(bronze).cache()
     for table in SILVER_FROM_JOLOKIA:
-        silver = to_silver(bronze, table, targets)
+        silver = to_silver(bronze, table, targets, skews)
         if table == "broker_state":
             silver = fill_derived_groups(silver, configured)
         slh.write(table, silver, commit_info=mark)
+    skews.unpersist()
 
 
 def silver_increment(slh, appended, targets, mark: Watermark, say) -> bool:
@@ -628,19 +753,26 @@ def silver_increment(slh, appended, targets, mark: Watermark, say) -> bool:
         say("bronze → silver: no new bronze rows")
         return True
     configured = {name for name, (_, group) in targets.items() if group}
-    state = to_silver(appended.new, "broker_state", targets).cache()
+    skews = skews_increment(appended.old, appended.new)
+    if skews is None:
+        say("bronze → silver: new rows change the clock skew of stored ones, recomputing")
+        return False
+    skews = skews.cache()
+    state = to_silver(appended.new, "broker_state", targets, skews).cache()
     context = fill_context(state, slh.read("broker_state", columns=["instance", "group_name", "ts"]), configured)
     if context is None:
         state.unpersist()
+        skews.unpersist()
         say("bronze → silver: new rows reach back into stored ones, recomputing")
         return False
     say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + f" (incremental: bronze up to version {mark.input_version})")
     before = (slh.spark.createDataFrame(context, "instance string, ts long, group_name string")
               .withColumn("ts", F.timestamp_micros("ts")))
     for table in SILVER_FROM_JOLOKIA:
-        rows = fill_derived_groups(state, configured, before) if table == "broker_state" else to_silver(appended.new, table, targets)
+        rows = fill_derived_groups(state, configured, before) if table == "broker_state" else to_silver(appended.new, table, targets, skews)
         slh.write(table, rows, mode="append", commit_info=mark.commit_info())
     state.unpersist()
+    skews.unpersist()
     return True
 
 
