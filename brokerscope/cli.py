@@ -99,7 +99,15 @@ def cmd_timeline(args) -> int:
         gc_findings=lh.read("gc_findings") if lh.exists("gc_findings") else None,
         zk_tables={n: lh.read(n) for n in ZK_TIMELINE_TABLES if lh.exists(n)},
     )
-    sys.stdout.write(render_json(entries) if args.format == "json" else render_text(entries))
+    if args.format == "json":
+        sys.stdout.write(render_json(entries))
+        return 0
+    text = render_text(entries)
+    if lh.exists("incidents"):
+        from brokerscope.timeline import render_incidents
+
+        text += render_incidents(lh.read("incidents"), group=args.group, since=parse_since(args.since))
+    sys.stdout.write(text)
     return 0
 
 

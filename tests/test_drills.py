@@ -176,3 +176,13 @@ def test_postgres_cluster_starts_below_a_directory_only_root_may_enter(tmp_path)
     finally:
         pg.stop()
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_drill_that_fails_half_way_leaves_no_thread_running():
+    from brokerscope.drills.common import Producer, stop_leftovers
+    from infra.lab import free_port
+
+    producer = Producer(f"stomp://127.0.0.1:{free_port()}", "orphan", period=0.05).start()
+    time.sleep(0.2)
+    stop_leftovers()  # what run_drill does whatever happened
+    assert not producer._thread.is_alive() and producer.refused  # it ran, refused by a closed port, and stopped

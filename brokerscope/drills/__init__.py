@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from brokerscope.drills.common import Scorecard, say
+from brokerscope.drills.common import Scorecard, say, stop_leftovers
 
 __all__ = ["DRILLS", "drill_module", "run_drill", "analyze_and_score"]
 
@@ -54,5 +54,8 @@ def analyze_and_score(name: str, cfg_path: Path, truth: dict, spark=None) -> Sco
 def run_drill(name: str, workdir: Path, interval: float = 0.5, spark=None) -> Scorecard:
     """One drill end to end: the fault (live collection, ground truth), the analysis, the score."""
     mod = drill_module(name)
-    cfg_path, truth = mod.run(Path(workdir), interval, **({"variant": name} if hasattr(mod, "VARIANTS") else {}))
+    try:
+        cfg_path, truth = mod.run(Path(workdir), interval, **({"variant": name} if hasattr(mod, "VARIANTS") else {}))
+    finally:
+        stop_leftovers()  # a drill that failed half-way must not leave its collector scraping
     return analyze_and_score(name, cfg_path, truth, spark=spark)

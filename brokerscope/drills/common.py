@@ -10,6 +10,7 @@ together with the Spark analysis.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
@@ -121,6 +122,18 @@ def first_log_time(log: Path, pattern: str, since: float = 0.0) -> float | None:
 # --------------------------------------------------------------------------------------------------
 
 
+_RUNNING: list = []  # collectors and periodic threads a drill started and has not stopped yet
+
+
+def stop_leftovers() -> None:
+    """Stop what a drill that failed half-way left running (its collector, producers, probes)."""
+    while _RUNNING:
+        with contextlib.suppress(Exception):
+            _RUNNING[-1].stop()
+        if _RUNNING:
+            _RUNNING.pop()
+
+
 class BackgroundCollector:
     """The real collector on its own event loop thread (and the GC tailer beside it when targets
     have ``gc_logs``), writing bronze and one recording; stoppable from the drill."""
@@ -150,6 +163,7 @@ class BackgroundCollector:
             self.error = e
 
     def start(self) -> "BackgroundCollector":
+        _RUNNING.append(self)
         self.thread.start()
         if self.tailer is not None:
             self._tail_thread = threading.Thread(target=self.tailer.run, args=(self._tail_stop,), name="gc-tail", daemon=True)
@@ -158,6 +172,8 @@ class BackgroundCollector:
 
     def stop(self):
         """Stop and flush; returns the collector's stats (raises what the collector raised)."""
+        with contextlib.suppress(ValueError):
+            _RUNNING.remove(self)
         self.loop.call_soon_threadsafe(self.collector.stop)
         self.thread.join(timeout=60)
         if self._tail_thread is not None:
@@ -215,10 +231,13 @@ class Periodic:
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
     def start(self):
+        _RUNNING.append(self)
         self._thread.start()
         return self
 
     def stop(self):
+        with contextlib.suppress(ValueError):
+            _RUNNING.remove(self)
         self._stop.set()
         self._thread.join(30)
 
