@@ -103,12 +103,14 @@ def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str |
 CLOCK_SKEW_THRESHOLD_S = 1.0
 SKEW_WINDOW = 60  # answered scrapes the running median covers
 SKEW_MIN_SAMPLES = 5  # fewer: no estimate, no shift
+STAMP_BIAS_S = 0.5  # the agent truncates to whole seconds: on average its stamp is half a second behind
 SKEW_SAMPLES_SCHEMA = "obs_key string, target string, us long, sample double"
 SKEW_SCHEMA = "obs_key string, clock_skew_s double, shift_us long"
 
 
-def skew_sample_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+def skew_sample_batch(batch: pa.RecordBatch, bias: float | None = None) -> pa.RecordBatch:
     """bronze rows → (obs_key, target, µs, sample): one skew sample per answered scrape (else null)."""
+    bias = STAMP_BIAS_S if bias is None else bias
     us, _ = micros(batch.column("ts"))
     cols = batch.select(["obs_key", "target", "response_json", "error"]).to_pydict()
     samples = []
@@ -121,7 +123,7 @@ def skew_sample_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
                 items = None
             obs = Observation(datetime.fromtimestamp(int(us[i]) / 1e6, tz=timezone.utc), cols["target"][i], "", None, [], items, None)
             skew = broker_clock_skew_s(obs) if obs.answered else None
-            sample = None if skew is None else skew + 0.5
+            sample = None if skew is None else skew + bias
         samples.append(sample)
     return pa.RecordBatch.from_arrays(
         [pa.array(cols["obs_key"], pa.string()), pa.array(cols["target"], pa.string()), pa.array(us, pa.int64()),
@@ -129,9 +131,11 @@ def skew_sample_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def skew_samples(bronze: DataFrame) -> DataFrame:
+    bias = STAMP_BIAS_S  # read here: the Python workers import the module afresh
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
-            yield skew_sample_batch(b)
+            yield skew_sample_batch(b, bias)
 
     return bronze.select("obs_key", "target", "ts", "response_json", "error").mapInArrow(run, SKEW_SAMPLES_SCHEMA)
 
@@ -154,8 +158,10 @@ def estimate_skews(pdf: pd.DataFrame, threshold: float | None = None, window: in
 
 
 def skews_of(samples: DataFrame) -> DataFrame:
+    params = (CLOCK_SKEW_THRESHOLD_S, SKEW_WINDOW, SKEW_MIN_SAMPLES)  # read here: the workers import the module afresh
+
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        return estimate_skews(pdf)
+        return estimate_skews(pdf, *params)
 
     return samples.groupBy("target").applyInPandas(run, SKEW_SCHEMA)
 
