@@ -111,3 +111,17 @@ def bad_http(mode: str) -> Iterator[str]:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def stop_process(proc, grace: float = 10.0) -> None:
+    """Stop a server the test started (a subprocess.Popen): SIGTERM, then SIGKILL after `grace` s."""
+    import signal
+    import subprocess
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -7,7 +7,6 @@ Alertmanager, and alert_history closes it)."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from alerts.pipeline import AlertPipeline
 from brokerscope.config import config_from_dict
 from lakehouse.store import Lakehouse
 from tests.alert_servers import RecordingReceiver, wait_for
-from tests.servers import free_port
+from tests.servers import free_port, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -61,13 +60,7 @@ def alertmanager(tmp: Path, webhook_url: str):
         wait_for(ready, timeout=30, what="alertmanager /-/ready")
         yield url
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process(proc, 10)
         log.close()
 
 

@@ -4,9 +4,7 @@ real Prometheus (Debian `prometheus`) scraping it, queried through its HTTP API.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.parse
@@ -19,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from alerts.exporter import LakehouseState, serve_metrics, wait_metrics
-from tests.servers import free_port
+from tests.servers import free_port, stop_process
 from tests.test_exporter import T0, drill_lakehouse
 
 pytestmark = [
@@ -87,13 +85,7 @@ def prometheus(tmp: Path, target: str) -> Iterator[str]:
             time.sleep(0.2)
         yield base
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process(proc, 20)
         log.close()
 
 

@@ -93,6 +93,10 @@ def test_stale_backup_is_found_from_zookeeper_and_as_a_risk(slow):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "clock skew is not corrected: spine orders observations by each collector's own envelope ts, never "
+    "by the agents' item `timestamp`; with the backup's collector 3.4 s behind, its first active scrape "
+    "is placed before the old live's last one (a false split brain / a failover boundary off by |skew|)"))
 @pytest.mark.parametrize("name,kind", SKEW)
 def test_clock_skew_between_collectors_is_corrected(slow, name, kind):
     assert_bar(slow[(name, kind)])
