@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from brokerscope.config import Config
@@ -18,6 +19,11 @@ def target_map(cfg: Config) -> dict[str, tuple[str, str | None]]:
     return {t.name: (t.kind, t.group) for t in cfg.targets}
 
 
+def skew_threshold(cfg: Config) -> float:
+    """From `analysis.clock_skew`: move observations at this skew, or never (estimate only)."""
+    return cfg.analysis.clock_skew.threshold if cfg.analysis.clock_skew.correct else math.inf
+
+
 def analyze(cfg: Config, mode: str = "auto", progress: Callable[[str], None] | None = None, spark=None,
             full: bool = False) -> dict[str, int]:
     """Run the jobs; incremental from their watermarks (only new bronze rows) unless `full`."""
@@ -32,7 +38,7 @@ def analyze(cfg: Config, mode: str = "auto", progress: Callable[[str], None] | N
 
         # GC first: the ZooKeeper job links lost sessions and elections to gc_findings
         counts.update(run_gc(slh, cfg, full=full, progress=say))
-    counts.update(run_spine(slh, target_map(cfg), progress=say, full=full))
+    counts.update(run_spine(slh, target_map(cfg), progress=say, full=full, skew_threshold=skew_threshold(cfg)))
     counts.update(run_stuck(slh, cfg.analysis.stuck, progress=say, full=full))
     counts.update(run_lag(slh, cfg.analysis.lag, progress=say, full=full))
     if any(t.kind == "zookeeper" for t in cfg.targets) or slh.lakehouse.exists("bronze_zk"):

@@ -294,6 +294,18 @@ class IncidentSettings(_Strict):
         return parse_duration(v)
 
 
+class ClockSkewSettings(_Strict):
+    """`analysis.clock_skew`: each target's broker clock − collector clock is always estimated from
+    the agents' item timestamps and kept in collector_health.clock_skew_s. With `correct: true`
+    a target's observations are moved onto its broker's clock when the estimate is at least
+    `threshold` seconds: right when several collectors with unsynchronized clocks share one
+    lakehouse and the brokers keep time; wrong for one collector scraping brokers whose clocks
+    differ (one collector is one clock: leave it false)."""
+
+    correct: bool = False
+    threshold: float = Field(default=1.0, gt=0)
+
+
 class AnalysisSettings(_Strict):
     """Top-level `analysis:` section: thresholds of the stuck-message, lag, risk, cause and incident findings."""
 
@@ -302,6 +314,7 @@ class AnalysisSettings(_Strict):
     risk: RiskSettings = Field(default_factory=RiskSettings)
     causes: CauseSettings = Field(default_factory=CauseSettings)
     incidents: IncidentSettings = Field(default_factory=IncidentSettings)
+    clock_skew: ClockSkewSettings = Field(default_factory=ClockSkewSettings)
 
 
 class Config(_Strict):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from bench.bench_spine import generate
-from brokerscope.analyze import analyze, target_map
+from brokerscope.analyze import analyze, skew_threshold, target_map
 from brokerscope.config import config_from_dict
 from collectors.replay import replay
 from lakehouse.jobs import spine as spine_job
@@ -36,7 +36,8 @@ def recording_lines(paths: list[Path]) -> list[str]:
 def spine(cfg, spark, said: list[str] | None = None, full: bool = False) -> None:
     """What `brokerscope analyze` runs for the spine (its other jobs are not under test here)."""
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
-    run_spine(slh, target_map(cfg), progress=None if said is None else said.append, full=full)
+    run_spine(slh, target_map(cfg), progress=None if said is None else said.append, full=full,
+              skew_threshold=skew_threshold(cfg))
 
 
 def analyse_in_parts(cfg, lines: list[str], cuts: list[int], workdir: Path, spark) -> list[str]:

@@ -383,6 +383,7 @@ def clock_skew(spec: Spec) -> Scenario:
     collectors (e.g. by the agents' timestamps) and reports one failover, no split brain, with
     boundaries within one interval of the true times."""
     sc = clean_failover(spec, name="clock-skew")
+    sc.config_extra = {"analysis": {"clock_skew": {"correct": True}}}  # two collectors: align them
     b = sc.members[1]
     b.skew_s = spec.skew if spec.skew is not None else round(-3.4 * spec.interval, 3)
     sc.truth["skew"].append({"target": b.name, "offset_s": b.skew_s})

@@ -11,6 +11,7 @@ continue), or in full. Both give the same rows; reruns over the same data change
 from __future__ import annotations
 
 import json
+import math
 import operator
 import sys
 from datetime import datetime, timedelta, timezone
@@ -157,8 +158,8 @@ def estimate_skews(pdf: pd.DataFrame, threshold: float | None = None, window: in
                          "shift_us": shift})
 
 
-def skews_of(samples: DataFrame) -> DataFrame:
-    params = (CLOCK_SKEW_THRESHOLD_S, SKEW_WINDOW, SKEW_MIN_SAMPLES)  # read here: the workers import the module afresh
+def skews_of(samples: DataFrame, threshold: float = CLOCK_SKEW_THRESHOLD_S) -> DataFrame:
+    params = (threshold, SKEW_WINDOW, SKEW_MIN_SAMPLES)  # read here: the workers import the module afresh
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         return estimate_skews(pdf, *params)
@@ -166,12 +167,13 @@ def skews_of(samples: DataFrame) -> DataFrame:
     return samples.groupBy("target").applyInPandas(run, SKEW_SCHEMA)
 
 
-def clock_skews(bronze: DataFrame) -> DataFrame:
-    """Per bronze row: its target's clock skew estimate and the shift its silver rows get."""
-    return skews_of(skew_samples(bronze))
+def clock_skews(bronze: DataFrame, threshold: float = CLOCK_SKEW_THRESHOLD_S) -> DataFrame:
+    """Per bronze row: its target's clock skew estimate and the shift its silver rows get (none
+    below `threshold`; math.inf: estimate only)."""
+    return skews_of(skew_samples(bronze), threshold)
 
 
-def skews_increment(old: DataFrame, new: DataFrame) -> DataFrame | None:
+def skews_increment(old: DataFrame, new: DataFrame, threshold: float = CLOCK_SKEW_THRESHOLD_S) -> DataFrame | None:
     """The skews of the `new` bronze rows, equal to what a full run gives them: the running median
     needs the last SKEW_WINDOW stored samples of their targets (a recent tail of stored rows, all
     stored rows of the targets it holds too few of). None when that would not be exact: new rows
@@ -182,7 +184,7 @@ def skews_increment(old: DataFrame, new: DataFrame) -> DataFrame | None:
         F.min("us").alias("first"), F.count("sample").alias("n")).collect()}
     if not firsts:
         fresh.unpersist()
-        return skews_of(fresh)
+        return skews_of(fresh, threshold)
     names = F.broadcast(old.sparkSession.createDataFrame([(t,) for t in sorted(firsts)], "target string"))
     since = min(r.first for r in firsts.values()) - RESUME_TAIL_US
     tail = skew_samples(old.join(names, "target", "left_semi").where(F.col("ts") >= F.timestamp_micros(F.lit(since)))).cache()
@@ -201,7 +203,7 @@ def skews_increment(old: DataFrame, new: DataFrame) -> DataFrame | None:
             return None  # its stored rows have no estimate yet; the new samples would give them one
         context = tail.join(few, "target", "left_anti").unionByName(every)
     keys = fresh.select("obs_key")
-    return skews_of(context.unionByName(fresh)).join(keys, "obs_key", "left_semi")
+    return skews_of(context.unionByName(fresh), threshold).join(keys, "obs_key", "left_semi")
 
 
 def fill_derived_groups(state: DataFrame, configured: set[str], context: DataFrame | None = None) -> DataFrame:
@@ -734,17 +736,19 @@ def appended_since(slh, job: str, outputs: Sequence[str], input_table: str, fp: 
     return slh.read_appended(input_table, mark.input_version, columns)
 
 
-def run_silver(slh, targets: dict[str, tuple[str, str | None]], say, full: bool = False) -> None:
-    """bronze_jolokia → the silver tables."""
-    fp = fingerprint(SILVER_JOB, sorted(targets.items()), sources=code_sources())
+def run_silver(slh, targets: dict[str, tuple[str, str | None]], say, full: bool = False,
+               skew_threshold: float = math.inf) -> None:
+    """bronze_jolokia → the silver tables; observations moved onto the broker's clock where the
+    target's skew estimate reaches `skew_threshold` (math.inf: estimated and kept, never moved)."""
+    fp = fingerprint(SILVER_JOB, sorted(targets.items()), repr(skew_threshold), sources=code_sources())
     appended = None if full else appended_since(slh, SILVER_JOB, SILVER_FROM_JOLOKIA, "bronze_jolokia", fp)
-    if appended is not None and silver_increment(slh, appended, targets, Watermark(SILVER_JOB, appended.version, fp), say):
+    if appended is not None and silver_increment(slh, appended, targets, Watermark(SILVER_JOB, appended.version, fp), say, skew_threshold):
         return
     bronze, version = pinned_read(slh, "bronze_jolokia")
     say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + " (full)")
     configured = {name for name, (_, group) in targets.items() if group}
     mark = Watermark(SILVER_JOB, version, fp).commit_info()
-    skews = clock_skews(bronze).cache()
+    skews = clock_skews(bronze, skew_threshold).cache()
     for table in SILVER_FROM_JOLOKIA:
         silver = to_silver(bronze, table, targets, skews)
         if table == "broker_state":
@@ -753,13 +757,13 @@ def run_silver(slh, targets: dict[str, tuple[str, str | None]], say, full: bool 
     skews.unpersist()
 
 
-def silver_increment(slh, appended, targets, mark: Watermark, say) -> bool:
+def silver_increment(slh, appended, targets, mark: Watermark, say, skew_threshold: float = math.inf) -> bool:
     """Append the silver rows of the new bronze rows; False when that would not be exact."""
     if appended.new.isEmpty():
         say("bronze → silver: no new bronze rows")
         return True
     configured = {name for name, (_, group) in targets.items() if group}
-    skews = skews_increment(appended.old, appended.new)
+    skews = skews_increment(appended.old, appended.new, skew_threshold)
     if skews is None:
         say("bronze → silver: new rows change the clock skew of stored ones, recomputing")
         return False
@@ -956,10 +960,12 @@ def flag_changed_pairs(pairs: DataFrame, recomputed: DataFrame) -> DataFrame:
     return pairs.withColumn("_changed", F.col("_a_id_hit").isNotNull() | F.col("_b_id_hit").isNotNull()).drop("_a_id_hit", "_b_id_hit")
 
 
-def run_spine(slh, targets: dict[str, tuple[str, str | None]], progress=None, full: bool = False) -> dict[str, int]:
+def run_spine(slh, targets: dict[str, tuple[str, str | None]], progress=None, full: bool = False,
+              skew_threshold: float = math.inf) -> dict[str, int]:
     """bronze → silver → gold; incremental from the jobs' watermarks unless `full`. Returns the
-    rows each output table holds afterwards (what a rerun over the same data gives again)."""
+    rows each output table holds afterwards (what a rerun over the same data gives again).
+    `skew_threshold`: see run_silver (config `analysis.clock_skew`)."""
     say = progress or (lambda msg: None)
-    run_silver(slh, targets, say, full=full)
+    run_silver(slh, targets, say, full=full, skew_threshold=skew_threshold)
     run_gold(slh, say, full=full)
     return {t: slh.lakehouse.count(t) for t in (*SILVER_FROM_JOLOKIA, *GOLD_TABLES)}
