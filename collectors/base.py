@@ -55,6 +55,8 @@ def _attr_list(attr: Any) -> list[str] | None:
         return None
     if isinstance(attr, str):
         return [attr]
+    if not isinstance(attr, (list, tuple)):  # an echo of another shape: which attributes is unknown
+        return None
     return [a for a in attr if isinstance(a, str)]
 
 
@@ -216,8 +218,9 @@ def broker_clock_skew_s(obs: Observation) -> float | None:
     """The broker's clock minus ours, in seconds: the median Jolokia item `timestamp` (the agent's
     clock, whole epoch seconds) against the observation time (ours, when the request was sent).
     The answer comes within `elapsed_ms`, and seconds are truncated, so agreement reads as a value
-    in [-1, elapsed]. None without usable timestamps. Observations are always placed on our clock,
-    so a skewed broker never moves intervals; this measures the skew so it can be flagged."""
+    in [-1, elapsed]. None without usable timestamps. The spine turns these samples into a running
+    estimate (collector_health.clock_skew_s) and moves observations by it only when
+    `analysis.clock_skew.correct` is set (several collectors with differing clocks)."""
     stamps = sorted(
         float(i["timestamp"]) for i in (obs.response if isinstance(obs.response, list) else [])
         if isinstance(i, dict) and isinstance(i.get("timestamp"), (int, float)) and not isinstance(i["timestamp"], bool)

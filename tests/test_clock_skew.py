@@ -158,7 +158,6 @@ def test_the_skewed_collectors_rows_are_placed_on_the_brokers_clock(tmp_path, sp
 
 
 @pytest.mark.parametrize("window, tail_s, cuts", [
-    (60, 600, [6, 30, 45]),  # too few samples stored first (recomputed), then all stored rows read
     (5, 600, [14, 30, 45]),  # the running median's context from the recent tail
     (5, 1, [14, 30, 45]),  # the tail too short: stored rows of the target read
 ])
