@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from dashboards.settings import DashboardSettings
 from alerts.config import AlertsConfig
@@ -42,6 +42,10 @@ def parse_duration(value: object) -> float:
     if seconds <= 0:
         raise ValueError("must be greater than zero")
     return seconds
+
+
+# A field of seconds that also takes "500ms", "5s", "2m", "1h" (one validator for every settings model).
+Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
 class _Strict(BaseModel):
@@ -243,31 +247,21 @@ class StuckSettings(_Strict):
 class LagSettings(_Strict):
     """`analysis.lag`: replication-lag thresholds and Burrow/lag-in-time knobs (lakehouse/jobs/lag.py)."""
 
-    lag_threshold: float = 60.0  # replication lag in time above this is a finding
+    lag_threshold: Duration = 60.0  # replication lag in time above this is a finding
     follower_lag_messages: float = Field(default=1000, ge=0)  # Kafka follower MaxLag above this is a finding
-    replica_sync_grace: float = 60.0  # Artemis live not in sync for longer than this (never one sample)
+    replica_sync_grace: Duration = 60.0  # Artemis live not in sync for longer than this (never one sample)
     window: int = Field(default=10, ge=2)  # Burrow: observations per evaluation window ("intervals")
     min_complete: float = Field(default=0.5, ge=0, le=1)  # Burrow minimum-complete
     allowed_lag: float = Field(default=0, ge=0)  # Burrow allowed-lag (messages)
     lookup_points: int = Field(default=60, ge=2)  # Kafka Lag Exporter lookup-table size
     max_extrapolation: float = Field(default=1.0, ge=0)  # extrapolate at most this × the table's span
 
-    @field_validator("lag_threshold", "replica_sync_grace", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return parse_duration(v)
-
 
 class RiskSettings(_Strict):
     """`analysis.risk`: when an HA risk state is a finding (lakehouse/jobs/risk.py)."""
 
-    unprotected_grace: float = 60.0  # a live without a standby backup for longer than this (never one sample)
-    stale_backup_grace: float = 60.0  # a backup behind its live's activation sequence for longer than this
-
-    @field_validator("unprotected_grace", "stale_backup_grace", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return parse_duration(v)
+    unprotected_grace: Duration = 60.0  # a live without a standby backup for longer than this (never one sample)
+    stale_backup_grace: Duration = 60.0  # a backup behind its live's activation sequence for longer than this
 
 
 class CauseSettings(_Strict):
@@ -275,23 +269,13 @@ class CauseSettings(_Strict):
     to count as its cause (lakehouse/jobs/causes.py): max(scrapes × scrape_interval, pause + slack)."""
 
     scrapes: float = Field(default=2.0, gt=0)
-    slack: float = 30.0
-
-    @field_validator("slack", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return parse_duration(v)
+    slack: Duration = 30.0
 
 
 class IncidentSettings(_Strict):
     """`analysis.incidents`: findings of one cluster closer than `gap` form one incident."""
 
-    gap: float = 300.0
-
-    @field_validator("gap", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return parse_duration(v)
+    gap: Duration = 300.0
 
 
 class ClockSkewSettings(_Strict):
