@@ -55,8 +55,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakehouse.store import Lakehouse, LakehouseError, _first_line, _pyarrow_fs
+from lakehouse.store import BRIDGE_STAGING_RE, Lakehouse, LakehouseError, _first_line, _pyarrow_fs
 from lakehouse.tables import TableContract, contract
+
+_log = logging.getLogger("brokerscope.lakehouse.spark")
 
 __all__ = [
     "spark_session",
@@ -629,6 +631,8 @@ class SparkLakehouse:
         uri = self.lakehouse.uri(c.name)
         if dt is not None:
             self._check_bridge_writable(c, dt)
+        else:
+            self._delete_uncommitted_staging(c)
         targets = self._replace_where_targets(c, dt, replace_where) if replace_where else None
         part = list(c.partition_by)
         stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -749,6 +753,18 @@ class SparkLakehouse:
             return any(p.startswith(staging_rel + "/") for p in paths)
         except Exception:  # noqa: BLE001 - cannot tell: keep the files (never destroy data)
             return True
+
+    def _delete_uncommitted_staging(self, c: TableContract) -> None:
+        """Before a table's first commit: staging folders left by a writer killed before ITS first
+        commit hold nothing any reader can see (there is no log to reference them)."""
+        if not self.lakehouse.is_local:
+            return  # remote leftovers stay until a vacuum: listing a bucket here costs too much
+        uri = self.lakehouse.uri(c.name)
+        with contextlib.suppress(OSError):
+            for d in os.listdir(uri):
+                if BRIDGE_STAGING_RE.match(d):
+                    _log.info("%s: removing %s, left by a write killed before the first commit", c.name, d)
+                    self._delete_staging(c, d)
 
     def _delete_staging(self, c: TableContract, staging_rel: str) -> None:
         uri = self.lakehouse.uri(c.name)

@@ -62,6 +62,16 @@ def _first_line(exc: BaseException) -> str:
     return text if len(text) <= 1000 else text[:1000] + " …"
 
 
+# The Spark bridge stages a write in <table>/bridge-<UTC stamp>-<12 hex>/ before committing it
+# (lakehouse/spark.py). In a folder with no Delta log such folders are a first write killed
+# before its commit: ours, uncommitted, safe to treat as an empty table.
+BRIDGE_STAGING_RE = re.compile(r"^bridge-\d{8}T\d{6}Z-[0-9a-f]{12}$")
+
+
+def _is_bridge_staging(rel_path: str) -> bool:
+    return bool(BRIDGE_STAGING_RE.match(rel_path.replace(os.sep, "/").split("/", 1)[0]))
+
+
 _STORAGE_ERRORS = (  # checked before any other diagnosis: the OS error is the cause
     ("the disk is full", ("no space left on device", "os error 28", "disk quota exceeded", "os error 122")),
     ("the storage is read-only", ("read-only file system", "os error 30")),
@@ -492,7 +502,9 @@ class Lakehouse:
             if not os.path.exists(path):
                 return "absent", []
             found = []
-            for dirpath, _dirs, files in os.walk(path):
+            for dirpath, dirs, files in os.walk(path):
+                if dirpath == path:
+                    dirs[:] = [d for d in dirs if not BRIDGE_STAGING_RE.match(d)]
                 for f in files:
                     found.append(os.path.relpath(os.path.join(dirpath, f), path))
                     if len(found) >= 5:
@@ -503,7 +515,8 @@ class Lakehouse:
 
             fs, base = _pyarrow_fs(path, self.storage_options)
             infos = fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=True))
-            files = [i.path[len(base):].lstrip("/") for i in infos if i.type == pafs.FileType.File]
+            files = [rel for i in infos if i.type == pafs.FileType.File
+                     and not _is_bridge_staging(rel := i.path[len(base):].lstrip("/"))]
             return ("foreign", files[:5]) if files else ("empty", [])
         except Exception:  # noqa: BLE001
             return "unknown", []

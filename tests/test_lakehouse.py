@@ -267,6 +267,21 @@ def test_foreign_folder_is_refused_and_left_alone(lh, slh, spark):  # noqa: F811
     assert not lh.exists("role_intervals")
 
 
+def test_first_write_killed_before_its_commit_is_not_foreign(lh, slh, spark):  # noqa: F811
+    # what a kill -9 of the analyzer during a table's first bridge write leaves: staging, no log
+    path = lh.uri("role_intervals")
+    stale = os.path.join(path, "bridge-20261122T055800Z-51891df1385a", "_temporary", "0")
+    os.makedirs(stale)
+    with open(os.path.join(stale, "part-00000-x.snappy.parquet"), "wb") as fh:
+        fh.write(b"PAR1 half written")
+    assert not lh.exists("role_intervals")
+    assert lh.read("role_intervals").num_rows == 0
+    rows = make_rows("role_intervals", 3)
+    assert slh.write("role_intervals", spark.createDataFrame(table_of("role_intervals", rows))) == 3
+    assert lh.read("role_intervals").num_rows == 3
+    assert not os.path.exists(os.path.dirname(os.path.dirname(stale)))  # the leftover is gone
+
+
 # --- Spark: session, modes ------------------------------------------------------------------------
 
 
