@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import ssl
 import sys
 import time
@@ -20,6 +21,7 @@ from collectors.base import ms_floor
 from collectors.jolokia import JolokiaClient, shared_ssl_context
 from collectors.packs import pack_for
 from collectors.sampling import DestinationSampler
+from collectors.schedule import period, scrape_due
 from collectors.recording import RecordingWriter, bronze_row, envelope
 from lakehouse.store import Lakehouse
 
@@ -132,7 +134,9 @@ class Collector:
             if wildcard
             else None
         )
-        next_at = time.time() + offset
+        start = time.time() + offset
+        k = 0
+        next_at = scrape_due(start, k, interval)
         while not self._stop.is_set():
             if t_end is not None and next_at >= t_end:
                 return
@@ -148,9 +152,11 @@ class Collector:
             if sampler and ex.ok:
                 sampler.observe(requests, ex.items())
             self._land(t, ex)
-            next_at += interval
-            if next_at < time.time():  # fell behind (slow target): skip missed ticks, don't burst
-                next_at = time.time()
+            k += 1
+            now = time.time()
+            if scrape_due(start, k, interval) < now:  # fell behind (slow target): skip missed ticks, don't burst
+                k = max(k, math.ceil((now - start) / period(interval)))
+            next_at = scrape_due(start, k, interval)
 
     def _land(self, t: Target, ex) -> None:
         st = self.stats.targets[t.name]

@@ -55,3 +55,29 @@ def test_bad_targets_do_not_stop_the_good_one(tmp_path):
     assert len(envs) == len(rows)
     # bronze rows are unique per key
     assert len({r["obs_key"] for r in rows}) == len(rows)
+
+
+def test_schedule_sweeps_the_phase_and_never_stretches_a_gap():
+    from collectors.schedule import PHASE_STEPS, period, scrape_due
+
+    for interval in (0.25, 0.5, 1.0, 2.5, 5.0, 30.0):
+        due = [scrape_due(100.0, k, interval) for k in range(4 * PHASE_STEPS)]
+        gaps = [b - a for a, b in zip(due, due[1:])]
+        assert max(gaps) <= interval and min(gaps) >= interval - 0.035 - 1e-9, interval
+        # two sweeps visit the whole second, in steps of at most 1/PHASE_STEPS s, whatever the interval
+        phases = sorted((t % 1.0) for t in due[:2 * PHASE_STEPS])
+        assert max(b - a for a, b in zip(phases, phases[1:] + [phases[0] + 1])) <= 1.0 / PHASE_STEPS + 1e-9, interval
+    assert period(1.0) == 1.0 - 1 / PHASE_STEPS
+
+
+def test_real_collector_scrapes_on_the_swept_schedule(tmp_path):
+    cfg = config_from_dict({
+        "lakehouse": str(tmp_path / "lh"), "scrape_interval": "1s", "flush_interval": "500ms",
+        "targets": [{"name": "refused", "kind": "activemq", "url": f"http://127.0.0.1:{free_port()}/jolokia"}],
+    })
+    asyncio.run(Collector(cfg).run(duration=6.0))
+    ts = sorted(r["ts"].timestamp() for r in Lakehouse(tmp_path / "lh").read("bronze_jolokia").to_pylist())
+    gaps = sorted(b - a for a, b in zip(ts, ts[1:]))
+    assert len(ts) >= 5
+    # a 1 s interval is scraped every 1 - 1/29 s (due times are absolute: a late scrape does not shift the rest)
+    assert 0.94 <= gaps[len(gaps) // 2] <= 0.99, gaps

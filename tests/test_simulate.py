@@ -272,7 +272,8 @@ def test_cli_lists_writes_and_refuses(tmp_path, capsys):
     assert (truth["kind"], truth["seed"], truth["interval_s"]) == ("kafka", 7, 0.5)
     cfg = config_from_dict(yaml.safe_load((out / "brokerscope.yaml").read_text()))
     assert {x.kind for x in cfg.targets} == {"kafka"} and cfg.scrape_interval == 0.5
-    assert len(list(read_envelopes(out / "recording.jsonl.gz", strict=True))) == 40 * 3
+    # 20 s at 500 ms: the collector's period is 1/29 of the interval shorter (collectors/schedule.py)
+    assert len(list(read_envelopes(out / "recording.jsonl.gz", strict=True))) == int(20 // (0.5 - 0.5 / 29)) * 3 == 41 * 3
     assert main(["simulate", "split-brain", "--kind", "weblogic", "--out", str(tmp_path / "x")]) == 2
     assert "applies to: activemq, artemis, kafka" in capsys.readouterr().err
     assert main(["simulate", "clean-failover"]) == 2

@@ -93,11 +93,6 @@ def test_stale_backup_is_found_from_zookeeper_and_as_a_risk(slow):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "skew is corrected (analysis.clock_skew.correct) but Jolokia's item timestamps are whole seconds and a "
-    "collector on a fixed scrape grid samples them at one sub-second phase, so the offset is only known to "
-    "within ±0.5 s (0.49 s here); with 1 s scrapes the failover boundary ends 1.26 s off against a 1 s bar. "
-    "The false split brain is gone (tests/test_clock_skew.py)"))
 @pytest.mark.parametrize("name,kind", SKEW)
 def test_clock_skew_between_collectors_is_corrected(slow, name, kind):
     assert_bar(slow[(name, kind)])

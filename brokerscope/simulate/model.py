@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.schedule import period
+
 
 @dataclass(frozen=True)
 class Span:
@@ -121,4 +123,5 @@ class Scenario:
     config_extra: dict = field(default_factory=dict)  # analysis / gc sections of the scenario config
 
     def ticks(self) -> int:
-        return int(math.floor(self.duration / self.interval))
+        """Scrapes per target in `duration` (the collector's period is a little under the interval)."""
+        return int(math.floor(self.duration / period(self.interval)))

@@ -16,13 +16,15 @@ from brokerscope.simulate.model import Member, Scenario, within
 from brokerscope.simulate.scenarios import T0
 from collectors.base import scrape_requests
 from collectors.packs import pack_for
+from collectors.schedule import scrape_due
 
 RECORDING, TRUTH, CONFIG = "recording.jsonl.gz", "truth.json", "brokerscope.yaml"
 GC_LOG_DIR = "/var/log/brokers"
 
 
 def scrape_time(sc: Scenario, m: Member, tick: int) -> float:
-    return round(tick * sc.interval + m.offset_ms / 1000.0, 3)
+    """As the real collector schedules it (collectors/schedule.py): the grid plus a sweeping phase."""
+    return round(scrape_due(m.offset_ms / 1000.0, tick, sc.interval), 3)
 
 
 def registry_of(sc: Scenario, m: Member, t: float):
@@ -83,7 +85,7 @@ def zookeeper_envelopes(sc: Scenario) -> list[dict]:
 def gc_envelopes(sc: Scenario) -> list[dict]:
     """The GC log tailer's batches: polled at every scrape tick, 200 ms after it."""
     out = []
-    polls = [round(tick * sc.interval + 0.2, 3) for tick in range(sc.ticks())]
+    polls = [round(tick * sc.interval + 0.2, 3) for tick in range(int(sc.duration // sc.interval))]
     for target, pauses in sc.gc_logs.items():
         m = next(x for x in sc.members if x.name == target)
         lines = log_lines(T0, m.jvm_starts[0], pauses)

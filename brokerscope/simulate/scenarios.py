@@ -28,6 +28,7 @@ from typing import Callable
 from brokerscope.simulate.gclog import Pause
 from brokerscope.simulate.kafka import ReplicatorFlow
 from brokerscope.simulate.model import Destination, Member, Scenario, Span, within
+from collectors.schedule import period
 
 T0 = datetime(2026, 11, 23, 9, 0, 0, tzinfo=timezone.utc)
 NODE_ID = "a1f0c2d4-8b6e-11f0-9c3a-0242ac110002"
@@ -428,7 +429,7 @@ def build(name: str, spec: Spec) -> Scenario:
                             f"(--interval {spec.interval:g} s) so every fault has scrapes before and after it")
     sc = entry.build(spec)
     sc.truth = {"scenario": sc.name, "kind": sc.kind, "seed": sc.seed, "interval_s": sc.interval,
-                "duration_s": sc.duration, "t0": iso(0.0), "end": iso(sc.ticks() * sc.interval)} | sc.truth
+                "duration_s": sc.duration, "t0": iso(0.0), "end": iso(sc.ticks() * period(sc.interval))} | sc.truth
     sc.truth["groups"] = sorted({m.group for m in sc.members + sc.zookeeper})
     sc.truth["targets"] = [m.name for m in sc.members + sc.zookeeper]
     return sc
