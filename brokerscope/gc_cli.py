@@ -35,6 +35,7 @@ def report(path: str, thresholds: Thresholds = Thresholds()) -> dict:
     out["findings_total"] = len(found)
     out["thresholds"] = asdict(thresholds)
     out["unknown_sample"] = [{"line": n, "text": t} for n, t in stats.unknown_sample[:10]]
+    out["implausible_lines"] = [e.source_line for e in events if "implausible-value" in e.flags]
     return out
 
 
@@ -60,7 +61,9 @@ def render_report_text(rep: dict) -> str:
         f"GC log      {rep['file']}",
         f"collector   {rep['collector']}",
         f"lines       {rep['lines']:,}, coverage {rep['coverage']:.2%} ({rep['lines_unknown']} not understood)"
-        + (f", {rep['incomplete_events']} incomplete event(s)" if rep["incomplete_events"] else ""),
+        + (f", {rep['incomplete_events']} incomplete event(s)" if rep["incomplete_events"] else "")
+        + (f", {len(rep['implausible_lines'])} event(s) with a corrupt duration left out of the pause figures"
+           f" (line {', '.join(map(str, rep['implausible_lines'][:5]))})" if rep["implausible_lines"] else ""),
         f"span        {_num(rep['span_s'], '{:,.1f} s')}{when}",
         f"collections {rep['gc_count']:,} (full: {rep['full_count']:,})",
         f"pauses      {rep['pause_count']:,}, total {_num(rep['pause_total_ms'], '{:,.3f}')} ms, "

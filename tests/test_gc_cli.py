@@ -111,6 +111,19 @@ def test_report_json_and_text(capsys, tmp_path):
         assert expected in text, expected
 
 
+@pytest.mark.parametrize("digits", [20, 400])  # 1e19 ms: finite but absurd; 1e399 ms: float inf
+def test_a_corrupt_duration_is_left_out_not_summed(tmp_path, capsys, digits):
+    ok = "[2026-11-22T07:00:0{s}.000+0000][{s}.000s][info][gc] GC({n}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) {ms}ms\n"
+    log = tmp_path / "gc.log"
+    log.write_text(ok.format(s=1, n=0, ms="3.000") + ok.format(s=2, n=1, ms="9" * digits + ".000") + ok.format(s=3, n=2, ms="5.000"))
+    assert main(["gc", "report", str(log), "--format", "json"]) == 0  # (an infinite pause used to hang the time-share windows)
+    rep = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+    assert (rep["gc_count"], rep["pause_count"], rep["pause_total_ms"], rep["pause_max_ms"]) == (3, 2, 8.0, 5.0)
+    assert rep["implausible_lines"] == [2] and rep["coverage"] == 1.0
+    assert main(["gc", "report", str(log)]) == 0
+    assert "1 event(s) with a corrupt duration left out of the pause figures (line 2)" in capsys.readouterr().out
+
+
 def test_report_errors_exit_2(tmp_path, capsys):
     assert main(["gc", "report", str(tmp_path / "missing.log")]) == 2
     assert "not found" in capsys.readouterr().err

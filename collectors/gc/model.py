@@ -155,7 +155,33 @@ KNOWN_FLAGS = (
     "undo",  # G1 concurrent undo cycle
     "upgrade-to-full",  # young (Serial/CMS) or Shenandoah degenerated pause that became a full GC
     "scavenge-before-remark",  # CMS remark that includes a young collection
+    "implausible-value",  # a duration was not finite or over MAX_PLAUSIBLE_MS (corrupt line): dropped to None
 )
+
+#: No JVM pause, phase or cycle lasts 30 days; a longer (or infinite) value is a corrupt digit run.
+MAX_PLAUSIBLE_MS = 30 * 24 * 3600 * 1000.0
+_DURATIONS_MS = ("pause_ms", "concurrent_ms", "duration_ms", "ttsp_ms")
+_DURATIONS_S = ("user_s", "sys_s", "real_s")
+
+
+def drop_implausible(events: list) -> None:
+    """Null the durations of `events` that cannot be real (not finite, negative, over
+    MAX_PLAUSIBLE_MS) and flag the event `implausible-value`: a corrupt number must not become
+    an infinite pause that every sum, percentile and time window downstream inherits."""
+    for e in events:
+        bad = False
+        for name in _DURATIONS_MS:
+            v = getattr(e, name)
+            if v is not None and not 0.0 <= v <= MAX_PLAUSIBLE_MS:  # NaN fails too
+                setattr(e, name, None)
+                bad = True
+        for name in _DURATIONS_S:
+            v = getattr(e, name)
+            if v is not None and not 0.0 <= v <= MAX_PLAUSIBLE_MS / 1000.0:
+                setattr(e, name, None)
+                bad = True
+        if bad:
+            e.flags = (*e.flags, "implausible-value")
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from typing import IO, Iterable, Iterator, Optional, Union
 from ._common import EVENT, IGNORED, UNKNOWN
 from ._legacy import LegacyHandler
 from ._unified import UnifiedHandler
-from .model import GcEvent, ParseStats
+from .model import GcEvent, ParseStats, drop_implausible
 
 __all__ = ["GcLogParser", "iter_events", "open_log", "parse_file", "parse_lines"]
 
@@ -118,6 +118,7 @@ class GcLogParser:
                     stats.lines_event += 1
                     if out:
                         stats.events += len(out)
+                        drop_implausible(out)
                     return out
         if not code:
             if self._unified.ready:
@@ -133,6 +134,7 @@ class GcLogParser:
         # DEFERRED: accounted for by the legacy handler when its record completes
         if out:
             stats.events += len(out)
+            drop_implausible(out)
         return out
 
     def _may_be_decorated(self, line: str) -> bool:
@@ -154,6 +156,7 @@ class GcLogParser:
         self._legacy.flush(out)
         self._unified.flush_ready(out)
         self.stats.events += len(out)
+        drop_implausible(out)
         return out
 
     def finish(self) -> list[GcEvent]:
@@ -165,6 +168,7 @@ class GcLogParser:
         self._legacy.finish(out)
         self._unified.finish(out)
         self.stats.events += len(out)
+        drop_implausible(out)
         self.stats.formats = {"unified": self._n_unified, "legacy": self._n_legacy}
         span = self.time_span()
         if span is not None:
