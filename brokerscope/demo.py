@@ -1,7 +1,7 @@
 """`brokerscope demo`: a real local drill, end to end.
 
 Starts a real ActiveMQ Classic master/slave pair (shared KahaDB, shared-file lock), collects both
-over Jolokia every 0.5 s, SIGKILLs the master, waits for the slave to take over, restarts the old
+over Jolokia every 0.5 s and tails their GC logs, SIGKILLs the master, waits for the slave to take over, restarts the old
 master (it must come back as slave), stops, runs the Spark jobs and prints the reconstructed
 timeline next to the drill's own ground truth.
 """
@@ -20,7 +20,7 @@ __all__ = ["run_drill", "compare", "run_demo", "say"]
 
 def run_drill(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
     """Run the kill-master drill (brokerscope.drills.kill_master); returns (config path, ground truth)."""
-    return kill_master.run(Path(workdir), scrape_interval, keep)
+    return kill_master.run(Path(workdir), scrape_interval, keep, gc_logs=True)
 
 
 def compare(truth: dict, failovers: list[dict], interval: float) -> list[str]:
@@ -71,6 +71,11 @@ def run_demo(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) ->
         print(line)
     back = [e for e in entries if e.what == "back-inactive" and e.instance == truth["master_before"]]
     print(f"{'✓' if back else '✗'} {truth['master_before']} came back as slave" + (f" (seen {back[0].ts:%H:%M:%S.%f})"[:-4] + ")" if back else ""))
+    gc = lh.read("gc_events", columns=["target", "pause_ms", "event_type"]).to_pylist() if lh.exists("gc_events") else []
+    pauses = [g["pause_ms"] for g in gc if g["pause_ms"] is not None and g["event_type"] != "safepoint"]
+    if pauses:
+        print(f"\nGC: both brokers' gc.log, tailed while scraping: {len(pauses)} pauses, "
+              f"max {max(pauses):.1f} ms, total {sum(pauses):.1f} ms; `brokerscope gc report` for one file")
     print("\n=== where things are ===")
     print(f"config       {cfg_path}")
     print(f"recording    {workdir / 'recording.jsonl.gz'}")

@@ -22,8 +22,9 @@ SUMMARY = "SIGKILL the ActiveMQ master (shared-file lock) → failover; restart 
 STARTED = r"Apache ActiveMQ \S+ \(.*\) started"
 
 
-def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
-    """Run the drill with live collection; returns (config path, ground truth)."""
+def run(workdir: Path, interval: float = 0.5, keep: bool = False, gc_logs: bool = False) -> tuple[Path, dict]:
+    """Run the drill with live collection; returns (config path, ground truth). `gc_logs`: also
+    tail both brokers' GC logs (the demo does; the drill's score does not need them)."""
     from infra.lab import ActiveMQPair, build_agent, stomp_send
 
     workdir = fresh_workdir(workdir, keep)
@@ -36,7 +37,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
         pair.start(timeout=120)
         a, b = pair.names
         say(f"{a} is master, {b} is slave")
-        cfg_path, col = start_collecting(workdir, activemq_targets(pair), interval)
+        cfg_path, col = start_collecting(workdir, activemq_targets(pair, gc_logs=gc_logs), interval)
         settle(interval)
         truth["sent_before_kill"] = stomp_send(pair.brokers[a].stomp_url, QUEUE, (f"m{i}" for i in range(20)))
         say(f"sent {truth['sent_before_kill']} persistent messages to {a}")
