@@ -47,7 +47,7 @@ __all__ = [
 BUILTIN_ALERTNAMES = (
     "SplitBrain", "NoActiveInstance", "FailoverHappened", "UnprotectedLive", "StaleBackup", "QuorumLost",
     "QuorumAtRisk", "StuckMessages", "ReplicationLag", "ReplicationProblem", "GcPauseOverHaThreshold",
-    "CollectorCannotReachTarget", "HaGroupMisconfigured",
+    "CollectorCannotReachTarget", "HaGroupMisconfigured", "ClockSkew",
 )
 OPS = (">", ">=", "<", "<=", "==", "!=")
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -233,9 +233,11 @@ class BuiltinRules(_Strict):
     stuck_include_info: bool = False  # also stuck findings of severity info (dead-letter / expiry queues)
     gc_codes: list[str] = Field(default_factory=lambda: ["gc.pause-over-third-session", "gc.pause-over-connection-ttl"])
     lookback: float = 600.0  # how far back silver rows are read (collector health, threshold rules)
+    clock_skew_s: float = Field(default=2.0, gt=0)  # ClockSkew: |broker clock − collector clock| at least this …
+    clock_skew_for: float = 120.0  # … in every estimate for at least this long
 
     @field_validator("failover_hold", "event_hold", "finding_freshness", "unreachable_for", "lookback",
-                     mode="before")
+                     "clock_skew_for", mode="before")
     @classmethod
     def _dur(cls, v: object) -> float:
         return _duration(v)

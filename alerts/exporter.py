@@ -88,6 +88,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "brokerscope_gc_pause_max_seconds": ("gauge", ("target", "group"), "longest stop-the-world pause in the last 10 minutes of GC log"),
     "brokerscope_gc_findings_total": ("counter", ("target", "group", "code", "severity"), "GC findings (gold gc_findings), e.g. code gc.pause-over-third-session"),
     "brokerscope_scrape_duration_seconds": ("gauge", TARGET, "duration of the target's last scrape (as jmx_exporter's jmx_scrape_duration_seconds)"),
+    "brokerscope_target_clock_skew_seconds": ("gauge", TARGET, "the broker's clock minus the collector's, estimated from Jolokia's answer timestamps (silver collector_health.clock_skew_s)"),
     "brokerscope_scrape_up": ("gauge", TARGET, "1 when the target's last scrape got an answer"),
     "brokerscope_scrapes_total": ("counter", TARGET, "scrapes of the target since the service started"),
     "brokerscope_scrape_errors_total": ("counter", TARGET, "scrapes without answer since the service started"),
@@ -124,6 +125,7 @@ class StateSnapshot:
     zk_servers: list[dict] = field(default_factory=list)  # latest zk_server_state row per server
     gc_pauses: list[dict] = field(default_factory=list)  # target, group_name, count, sum_ms, max_recent_ms
     gc_findings: list[dict] = field(default_factory=list)  # target, group_name, code, severity, count
+    clock_skews: list[dict] = field(default_factory=list)  # latest collector_health clock_skew_s per target
     service: dict[str, float] = field(default_factory=dict)  # brokerscope_analysis_* / brokerscope_alert_* values
 
 
@@ -250,6 +252,8 @@ def gold_rows(lh, now: datetime, target_groups: Mapping[str, str | None] | None 
     out["gc_pauses"] = [] if t is None else gc_pause_rows(t, now, target_groups if target_groups is not None else _groups_of(lh))
     t = read("gc_findings", ["target", "group_name", "code", "severity"])
     out["gc_findings"] = [] if t is None else _counted(t, ["target", "group_name", "code", "severity"])
+    t = read("collector_health", ["target", "kind", "group_name", "ts", "clock_skew_s"], filter=since)
+    out["clock_skews"] = [] if t is None else latest_rows(t.filter(pc.is_valid(t["clock_skew_s"])), ("target",), "ts")
     return out
 
 
@@ -538,6 +542,8 @@ def scrape_families(snap: StateSnapshot) -> list[Metric]:
         family("brokerscope_scrapes_total", ((key(r), r["scrapes"]) for r in rows)),
         family("brokerscope_scrape_errors_total", ((key(r), r["errors"]) for r in rows)),
         family("brokerscope_scrape_last_success_timestamp_seconds", ((key(r), r.get("last_ok")) for r in rows)),
+        family("brokerscope_target_clock_skew_seconds", (
+            ((r["target"], r["kind"], r["group_name"]), r["clock_skew_s"]) for r in snap.clock_skews)),
     ]
 
 

@@ -414,6 +414,37 @@ def rule_collector(t: Tables, ctx: Context) -> list[Alert]:
     return out
 
 
+def rule_clock_skew(t: Tables, ctx: Context) -> list[Alert]:
+    """A target whose broker clock has differed from the collector's by at least `clock_skew_s` in
+    every skew estimate (collector_health.clock_skew_s, from the Spark spine) for `clock_skew_for`."""
+    seen: dict[str, list[tuple[datetime, float, str | None]]] = {}
+    cutoff = ctx.now - timedelta(seconds=ctx.rules.lookback)
+    for r in _rows(t.get("collector_health")):
+        if r.get("clock_skew_s") is not None and cutoff <= r["ts"] <= ctx.now:
+            seen.setdefault(r["target"], []).append((r["ts"], r["clock_skew_s"], r["group_name"]))
+    out = []
+    for target, obs in seen.items():
+        obs.sort(key=lambda o: o[0])
+        i = len(obs)
+        while i > 0 and abs(obs[i - 1][1]) >= ctx.rules.clock_skew_s:
+            i -= 1
+        if i == len(obs) or (obs[-1][0] - obs[i][0]).total_seconds() < ctx.rules.clock_skew_for:
+            continue
+        since, skew, group = obs[i][0], obs[-1][1], obs[-1][2]
+        way = "ahead of" if skew > 0 else "behind"
+        out.append(Alert(
+            _labels("ClockSkew", "warning", cluster=group, group=group, instance=target),
+            {"summary": f"{target}'s clock is {abs(skew):.1f} s {way} brokerscope's since {format_ts(since)}",
+             "description": "estimated from the Jolokia agent's answer timestamps (whole seconds; within about "
+                            "0.1 s once 30 scrapes are in the estimate)",
+             "runbook": "Check NTP/chrony on the broker's and the collector's hosts. Lease-based HA (the JDBC "
+                        "lease locker, ZooKeeper sessions, Artemis lock managers) and log correlation assume "
+                        "synchronized clocks. If only the collectors' clocks differ, set "
+                        "analysis.clock_skew.correct: true."},
+            since, source="collector_health"))
+    return out
+
+
 def rule_ha_group(t: Tables, ctx: Context) -> list[Alert]:
     out = []
     for r in _rows(t.get("ha_group_checks")):
@@ -440,6 +471,7 @@ BUILTIN_RULES: dict[str, tuple[Callable[[Tables, Context], list[Alert]], tuple[s
     "GcPauseOverHaThreshold": (rule_gc_pause, ("gc_findings",)),
     "CollectorCannotReachTarget": (rule_collector, ("collector_health",)),
     "HaGroupMisconfigured": (rule_ha_group, ("ha_group_checks",)),
+    "ClockSkew": (rule_clock_skew, ("collector_health",)),
 }
 # ReplicationProblem comes from the ReplicationLag rule function (one pass over replication_findings)
 ENRICH_TABLES = ("incidents", "finding_causes")

@@ -246,6 +246,25 @@ def test_collector_cannot_reach_target_after_unreachable_for():
     assert run({"collector_health": table("collector_health", *rows, health("amq-a", 1, True))}) == []
 
 
+def skewed(target, s, skew):
+    return dict(health(target, s, True), clock_skew_s=skew)
+
+
+def test_clock_skew_after_clock_skew_for_in_every_estimate():
+    # amq-b's broker clock 3.4 s behind for the last 150 s (one estimate under the bar before that)
+    rows = [skewed("amq-b", 200, -1.2)] + [skewed("amq-b", s, -3.4) for s in range(150, 0, -10)]
+    rows += [skewed("amq-a", s, 0.04) for s in range(150, 0, -10)] + [health("amq-a", 1, True)]  # null: no estimate
+    alerts = run({"collector_health": table("collector_health", *rows)})
+    assert names(alerts) == ["ClockSkew"]
+    a = alerts[0]
+    assert a.labels["instance"] == "amq-b" and a.labels["severity"] == "warning" and a.starts_at == ago(150)
+    assert "3.4 s behind brokerscope's" in a.annotations["summary"] and "NTP" in a.annotations["runbook"]
+    assert run({"collector_health": table("collector_health", *rows)}, rules={"clock_skew_for": "3m"}) == []
+    assert run({"collector_health": table("collector_health", *rows)}, rules={"clock_skew_s": 5}) == []
+    # the latest estimate back under the bar resolves it
+    assert run({"collector_health": table("collector_health", *rows, skewed("amq-b", 0.5, -0.1))}) == []
+
+
 def test_disabled_rules_and_severity_override():
     t = {"failover_events": table("failover_events", failover_row(10)),
          "split_brain_windows": table("split_brain_windows", split_brain_row(None))}

@@ -246,6 +246,8 @@ def test_lakehouse_state_from_stored_silver_and_gold(tmp_path):
     assert value(fams, "brokerscope_stuck_messages", destination="BROKERSCOPE.LAB", code="no-consumers", severity="error", **b) == 30
     assert value(fams, "brokerscope_stuck_age_seconds", destination="BROKERSCOPE.LAB", code="no-consumers", severity="error", **b) == 9
     assert value(fams, "brokerscope_scrape_errors_total", target="amq-a", kind="activemq", group="store-1") == 6
+    assert value(fams, "brokerscope_target_clock_skew_seconds", target="amq-b", kind="activemq", group="store-1") == -3.25
+    assert [dict(k)["target"] for k in samples(fams, "brokerscope_target_clock_skew_seconds")] == ["amq-b"]  # no estimate: no sample
     # a day later nothing recent is left in silver: no stale instance state is shown as current
     later = metric_families(LakehouseState(lh, clock=lambda: T0 + timedelta(days=3))())
     assert not samples(later, "brokerscope_instance_active")
@@ -263,6 +265,8 @@ def drill_lakehouse(path: Path) -> Lakehouse:
         dests += rows.destination_stats
         t = targets[env["target"]]
         health.append(collector_health_row(observation_from_envelope(env, t.kind, t.group), rows.broker_state[0]["obs_key"], None))
+        if env["target"] == "amq-b":  # as the spine estimates it (lakehouse/jobs/spine.py clock_skews)
+            health[-1]["clock_skew_s"] = -3.25
     lh.append("broker_state", state)
     lh.append("destination_stats", dests)
     lh.append("collector_health", health)
