@@ -154,9 +154,13 @@ class Collector:
             self._land(t, ex)
             k += 1
             now = time.time()
-            if scrape_due(start, k, interval) < now:  # fell behind (slow target): skip missed ticks, don't burst
-                k = max(k, math.ceil((now - start) / period(interval)))
-            next_at = scrape_due(start, k, interval)
+            if scrape_due(start, k, interval) < now:
+                # fell behind (a slow or frozen target): scrape once at once, in the last missed slot,
+                # then back on the grid — never a burst, never a gap longer than needed
+                k = math.ceil((now - start) / period(interval)) - 1
+                next_at = now
+            else:
+                next_at = scrape_due(start, k, interval)
 
     def _land(self, t: Target, ex) -> None:
         st = self.stats.targets[t.name]

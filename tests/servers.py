@@ -90,6 +90,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
+        elif self.mode == "hang":  # a frozen JVM: the answer comes long after any scrape timeout
+            time.sleep(2.0)
+            self.send_response(500)
+            self.end_headers()
         elif self.mode == "reset":
             # close with an RST, as the kernel does for a process killed mid-request
             import struct
@@ -100,8 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def bad_http(mode: str) -> Iterator[str]:
-    """An HTTP server on loopback answering 'html' (a login page), 'truncated' (cut-off JSON) or
-    'reset' (the connection reset before any answer)."""
+    """An HTTP server on loopback answering 'html' (a login page), 'truncated' (cut-off JSON),
+    'reset' (the connection reset before any answer) or 'hang' (nothing for 2 s)."""
     handler = type("H", (_Handler,), {"mode": mode})
     srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     t = threading.Thread(target=srv.serve_forever, daemon=True)

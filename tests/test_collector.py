@@ -81,3 +81,18 @@ def test_real_collector_scrapes_on_the_swept_schedule(tmp_path):
     assert len(ts) >= 5
     # a 1 s interval is scraped every 1 - 1/29 s (due times are absolute: a late scrape does not shift the rest)
     assert 0.94 <= gaps[len(gaps) // 2] <= 0.99, gaps
+
+
+def test_a_frozen_target_is_scraped_again_at_once_not_a_period_later(tmp_path):
+    with bad_http("hang") as url:
+        cfg = config_from_dict({
+            "lakehouse": str(tmp_path / "lh"), "scrape_interval": "1s", "flush_interval": "500ms",
+            "targets": [{"name": "frozen", "kind": "activemq", "url": url}],
+        })
+        asyncio.run(Collector(cfg).run(duration=6.0))
+    rows = sorted(Lakehouse(tmp_path / "lh").read("bronze_jolokia").to_pylist(), key=lambda r: r["ts"])
+    assert {r["error_kind"] for r in rows} == {"timeout"}
+    gaps = [(b["ts"] - a["ts"]).total_seconds() for a, b in zip(rows, rows[1:])]
+    # each scrape times out after ~1 s; the next starts right away (waiting for the next grid point
+    # would leave ~2 s between the scrapes of a frozen broker)
+    assert len(rows) >= 5 and max(gaps) < 1.6, gaps
