@@ -72,6 +72,22 @@ def _is_bridge_staging(rel_path: str) -> bool:
     return bool(BRIDGE_STAGING_RE.match(rel_path.replace(os.sep, "/").split("/", 1)[0]))
 
 
+# delta-rs writes a commit's data files before its log entry, named part-NNNNN-<uuid>-c000.*.parquet
+# under the table's partition folders. In a folder with no Delta log such files are a first write
+# killed before its commit: nothing references them, and the next first write commits beside them.
+DELTA_RS_PART_RE = re.compile(r"^part-\d{5}-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}-c000(\.[a-z0-9]+)?\.parquet$")
+
+
+def _is_uncommitted_write(rel_path: str, partition_by: Sequence[str]) -> bool:
+    """A file a killed first write of a table partitioned by `partition_by` leaves behind."""
+    if _is_bridge_staging(rel_path):
+        return True
+    parts = rel_path.replace(os.sep, "/").split("/")
+    return (len(parts) == len(partition_by) + 1
+            and all(p.startswith(f"{col}=") for p, col in zip(parts, partition_by))
+            and bool(DELTA_RS_PART_RE.match(parts[-1])))
+
+
 _STORAGE_ERRORS = (  # checked before any other diagnosis: the OS error is the cause
     ("the disk is full", ("no space left on device", "os error 28", "disk quota exceeded", "os error 122")),
     ("the storage is read-only", ("read-only file system", "os error 30")),
@@ -477,7 +493,7 @@ class Lakehouse:
         try:
             return DeltaTable(path, storage_options=self.storage_options)
         except TableNotFoundError as e:
-            state, sample = self._folder_state(path)
+            state, sample = self._folder_state(path, self._partition_by(name))
             if state == "foreign":
                 raise LakehouseError(
                     name, path,
@@ -496,8 +512,16 @@ class Lakehouse:
         except (DeltaError, OSError, pa.ArrowException, RuntimeError, ValueError) as e:
             raise self.diagnose(name, e, "open") from None
 
-    def _folder_state(self, path: str) -> tuple[str, list[str]]:
-        """absent | empty | foreign (non-Delta files present) | unknown (cannot list)."""
+    @staticmethod
+    def _partition_by(name: str) -> tuple[str, ...]:
+        try:
+            return tuple(contract(name).partition_by)
+        except KeyError:
+            return ()
+
+    def _folder_state(self, path: str, partition_by: Sequence[str] = ()) -> tuple[str, list[str]]:
+        """absent | empty (nothing, or only an uncommitted first write's files) | foreign (other
+        files present) | unknown (cannot list)."""
         if self.is_local:
             if not os.path.exists(path):
                 return "absent", []
@@ -506,7 +530,10 @@ class Lakehouse:
                 if dirpath == path:
                     dirs[:] = [d for d in dirs if not BRIDGE_STAGING_RE.match(d)]
                 for f in files:
-                    found.append(os.path.relpath(os.path.join(dirpath, f), path))
+                    rel = os.path.relpath(os.path.join(dirpath, f), path)
+                    if _is_uncommitted_write(rel, partition_by):
+                        continue
+                    found.append(rel)
                     if len(found) >= 5:
                         return "foreign", found
             return ("foreign", found) if found else ("empty", [])
@@ -516,7 +543,7 @@ class Lakehouse:
             fs, base = _pyarrow_fs(path, self.storage_options)
             infos = fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=True))
             files = [rel for i in infos if i.type == pafs.FileType.File
-                     and not _is_bridge_staging(rel := i.path[len(base):].lstrip("/"))]
+                     and not _is_uncommitted_write(rel := i.path[len(base):].lstrip("/"), partition_by)]
             return ("foreign", files[:5]) if files else ("empty", [])
         except Exception:  # noqa: BLE001
             return "unknown", []

@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -280,6 +281,31 @@ def test_first_write_killed_before_its_commit_is_not_foreign(lh, slh, spark):  #
     assert slh.write("role_intervals", spark.createDataFrame(table_of("role_intervals", rows))) == 3
     assert lh.read("role_intervals").num_rows == 3
     assert not os.path.exists(os.path.dirname(os.path.dirname(stale)))  # the leftover is gone
+
+
+def test_first_delta_rs_write_killed_before_its_commit_is_not_foreign(lh):
+    # delta-rs writes the data files, then the log entry: a kill -9 in between (the GC tailer's
+    # first poll, say) leaves part files in the partition folders and no log. Made for real here:
+    # a first write, its log removed.
+    name = "bronze_gc_lines"
+    assert contract(name).partition_by
+    path = lh.uri(name)
+    lh.append(name, make_rows(name, 4))
+    shutil.rmtree(os.path.join(path, "_delta_log"))
+    leftovers = files_under(path)
+    assert leftovers and all("=" in f.split("/")[0] and f.endswith(".parquet") for f in leftovers)
+    assert not lh.exists(name)
+    assert lh.read(name).num_rows == 0  # nothing was committed
+    lh.append(name, make_rows(name, 3, start=10))
+    assert lh.read(name).num_rows == 3  # only the committed rows; the orphans stay unreferenced
+    # anything else beside such files is still someone else's folder
+    other = lh.uri("bronze_zk")
+    lh.append("bronze_zk", make_rows("bronze_zk", 2))
+    shutil.rmtree(os.path.join(other, "_delta_log"))
+    with open(os.path.join(other, "notes.txt"), "w") as fh:
+        fh.write("someone else's data")
+    with pytest.raises(LakehouseError, match="not a Delta table"):
+        lh.read("bronze_zk")
 
 
 # --- Spark: session, modes ------------------------------------------------------------------------
