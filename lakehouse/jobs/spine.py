@@ -3,7 +3,9 @@ failover_events, split_brain_windows.
 
 Each step is a small pure function: DataFrame → DataFrame, or, for the sequence logic (intervals
 of an instance, hand-overs in a group), Arrow table → Arrow table over whole columns with NumPy,
-run by Spark in `mapInArrow` on partitions sorted by group and time. `run_spine` only reads, calls
+run by Spark in `mapInArrow` on partitions of whole groups sorted by group and time. A full run
+reads broker_state once: one shuffle by group gives the intervals and the split-brain windows
+with their traffic (gold_spine). `run_spine` only reads, calls
 and writes: incrementally from each job's watermark (new input rows and the stored rows they
 continue), or in full. Both give the same rows; reruns over the same data change nothing.
 """
@@ -456,8 +458,17 @@ def restart_segments(run: np.ndarray, jvm_start: np.ndarray) -> np.ndarray:
 def intervals_from_sorted(t: pa.Table) -> pa.Table:
     """Role intervals of every (group_name, instance) in `t` (ROLE_INPUT columns, rows sorted by
     group_name, instance, ts). Semantics: lakehouse/tables.py ROLE_INTERVALS."""
+    return interval_bounds(t)[0]
+
+
+def interval_bounds(t: pa.Table, starts_key: np.ndarray | None = None) -> tuple[pa.Table, dict[str, np.ndarray]]:
+    """intervals_from_sorted, and what the split-brain windows need of each interval: its key's
+    index and row range in `t`, its start and end, the neighbouring observations (its own first
+    and last active ones where it has none), and the rows' µs times and key indexes.
+    `starts_key`: where keys start, when known (else found by comparing names); string columns
+    may be dictionary-encoded."""
     n = t.num_rows
-    starts_key = key_starts(t, ["group_name", "instance"])
+    starts_key = key_starts(t, ["group_name", "instance"]) if starts_key is None else starts_key
     key = np.cumsum(starts_key) - 1
     key_first = np.flatnonzero(starts_key)
     key_last = np.append(key_first[1:], n) - 1
@@ -468,7 +479,7 @@ def intervals_from_sorted(t: pa.Table) -> pa.Table:
 
     active = np.flatnonzero(state == 1)
     if not active.size:
-        return ROLE_INTERVALS.schema.empty_table()
+        return ROLE_INTERVALS.schema.empty_table(), {}
     run = np.cumsum(starts_key | (state == 0))[active]  # an inactive observation ends a run
     seg_start = restart_segments(run, jvm_start[active])
     first = np.flatnonzero(seg_start)
@@ -489,11 +500,11 @@ def intervals_from_sorted(t: pa.Table) -> pa.Table:
     by_inactive = has_next & ~by_restart & (inactive_at <= key_last[k])
     end_upper_state = np.where(by_restart & (nxt == next_start), "restarted", STATE_LABELS[state[nxt] + 1])
 
-    group, instance = t.column("group_name").take(p0), t.column("instance").take(p0)
+    group, instance = (pc.cast(t.column(c).take(p0), pa.string()) for c in ("group_name", "instance"))
     start_ts = ts[p0]
     columns = {
         "interval_id": pc.binary_join_element_wise(group, instance, pa.array(iso_times(start_ts), pa.string()), "/"),
-        "kind": t.column("kind").take(key_first[k]),
+        "kind": pc.cast(t.column("kind").take(key_first[k]), pa.string()),
         "group_name": group,
         "instance": instance,
         "start_ts": timestamps(start_ts),
@@ -507,7 +518,10 @@ def intervals_from_sorted(t: pa.Table) -> pa.Table:
         "observations": pa.array(observations, pa.int64()),
         "unanswered_inside": pa.array((p1 - p0 + 1) - observations, pa.int64()),
     }
-    return contract_table(columns, ROLE_INTERVALS)
+    bounds = {"key": k, "key_first": key_first, "key_last": key_last, "start": start_ts, "end": ts[p1],
+              "lower": np.where(has_prev, ts[prev], start_ts), "upper": np.where(has_next, ts[nxt], ts[p1]),
+              "ts": ts, "row_key": key}
+    return contract_table(columns, ROLE_INTERVALS), bounds
 
 
 def instance_intervals(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -518,7 +532,7 @@ def instance_intervals(pdf: pd.DataFrame) -> pd.DataFrame:
 
 def role_intervals(broker_state: DataFrame) -> DataFrame:
     """ROLE_INTERVALS of every instance in broker_state."""
-    return per_key(broker_state.select(*ROLE_INPUT), ["group_name", "instance"], ["ts"], intervals_from_sorted, ROLE_INTERVALS)
+    return by_group(broker_state, ROLE_INPUT, lambda t, starts: interval_bounds(t, starts)[0], ROLE_INTERVALS.spark_schema())
 
 
 # --- gold: failovers -----------------------------------------------------------------------------------
@@ -638,12 +652,12 @@ def overlapping_pairs(intervals: DataFrame, nonexclusive: list[str] | None = Non
         F.col("a.interval_id").alias("_a_id"),
         F.col("b.interval_id").alias("_b_id"),
     )
-    return pairs.withColumn(
-        "window_id",
-        F.substring(
-            F.sha2(F.concat_ws("/", "group_name", "instance_a", "instance_b", F.col("certain_start").cast("string")), 256), 1, 32
-        ),
-    )
+    return pairs.withColumn("window_id", window_id())
+
+
+def window_id() -> Column:
+    return F.substring(
+        F.sha2(F.concat_ws("/", "group_name", "instance_a", "instance_b", F.col("certain_start").cast("string")), 256), 1, 32)
 
 
 def window_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
@@ -683,7 +697,12 @@ def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclus
 
 def windows_with_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
     """split_brain_windows rows for `pairs` (overlapping_pairs), traffic from `broker_state`."""
-    return pairs.join(window_traffic(pairs, broker_state), "window_id", "left").select(
+    return window_rows(pairs.join(window_traffic(pairs, broker_state), "window_id", "left"))
+
+
+def window_rows(windows: DataFrame) -> DataFrame:
+    """split_brain_windows rows from windows with their traffic (`unanswered`, `enqueued_a/b`)."""
+    return windows.select(
         "window_id",
         "kind",
         "group_name",
@@ -698,6 +717,224 @@ def windows_with_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame
         "enqueued_a",
         "enqueued_b",
     )
+
+
+# --- gold in one pass: intervals, and split-brain windows with their traffic -----------------------
+#
+# After the shuffle by group a partition holds whole groups, sorted by group, instance and time: the
+# call that finds a group's intervals also pairs those of its instances that overlap and measures
+# each window on the rows it already holds (ranges found by binary search, sums by prefix sums,
+# counter growth by range max/min). No second pass over broker_state, no join.
+
+SPINE_INPUT = (*ROLE_INPUT, "reachable", "total_enqueued")
+WINDOW_FIELDS = (
+    pa.field("instance_b", pa.string()), pa.field("certain_start", TS), pa.field("certain_end", TS),
+    pa.field("possible_start", TS), pa.field("possible_end", TS), pa.field("unanswered", pa.int64()),
+    pa.field("enqueued_a", pa.int64()), pa.field("enqueued_b", pa.int64()),
+)
+# role_intervals rows (`_window` false) and windows (true: kind, group_name, instance = instance_a
+# and WINDOW_FIELDS); every column nullable, the other kind's columns null
+SPINE_SCHEMA = pa.schema([f.with_nullable(True) for f in ROLE_INTERVALS.schema] + list(WINDOW_FIELDS)
+                         + [pa.field("_window", pa.bool_())])
+
+
+def spine_spark_schema():
+    from pyspark.sql.types import StructField, StructType
+
+    from lakehouse.tables import spark_type
+
+    return StructType([StructField(f.name, spark_type(f.type), True) for f in SPINE_SCHEMA])
+
+
+def positions(ts: np.ndarray, row_key: np.ndarray, key: np.ndarray, values: np.ndarray, side: str) -> np.ndarray:
+    """np.searchsorted of `values` among the rows of key `key` (rows sorted by key, then `ts`), as
+    row positions: a monotonic (key, ts) code when it fits in int64, else key by key."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    lo, stride = int(ts.min()), int(ts.max()) - int(ts.min()) + 1
+    if (int(row_key.max()) + 1) * stride < 2**62:
+        code = (ts - lo) + row_key * stride
+        return np.searchsorted(code, (np.clip(values, lo, lo + stride - 1) - lo) + key * stride, side)
+    first = np.searchsorted(row_key, key, "left")
+    last = np.searchsorted(row_key, key, "right")
+    return np.array([f + np.searchsorted(ts[f:e], v, side) for f, e, v in zip(first, last, values)], dtype=np.int64)
+
+
+def range_reduce(ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty) -> np.ndarray:
+    """`ufunc`.reduce of values[lo:hi] for every range (`empty` where lo >= hi)."""
+    if not len(lo):
+        return np.zeros(0, dtype=values.dtype)
+    padded = np.append(values, values[:1] if len(values) else [empty])  # reduceat indexes up to len
+    bounds = np.empty(2 * len(lo), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = lo, hi
+    return np.where(hi > lo, ufunc.reduceat(padded, bounds)[0::2], empty)
+
+
+def overlapping_from_sorted(iv: pa.Table, at: dict[str, np.ndarray], exclusive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (a, b) of overlapping intervals of two instances of one group (positions in `iv`,
+    sorted by group, instance, start; instance of a < instance of b), among the `exclusive` ones.
+
+    In start order, an interval overlaps exactly the later ones of its group that start by its
+    end: those are counted with one lexsort of starts and ends, then enumerated."""
+    cand = np.flatnonzero(exclusive)
+    group = (np.cumsum(key_starts(iv, ["group_name"])) - 1)[cand]
+    start, end = at["start"][cand], at["end"][cand]
+    order = np.lexsort((start, group))
+    q = len(order)
+    g, s, e = group[order], start[order], end[order]
+    merged = np.lexsort((np.repeat([0, 1], q), np.concatenate([s, e]), np.concatenate([g, g])))
+    starts_before = np.cumsum(merged < q)  # a start sorts before an end at the same time: counted
+    reach = np.empty(q, dtype=np.int64)
+    reach[merged[merged >= q] - q] = starts_before[merged >= q]  # per interval: the later ones up to here
+    count = np.maximum(reach - np.arange(1, q + 1), 0)
+    i = np.repeat(np.arange(q), count)
+    j = i + 1 + np.arange(len(i)) - np.repeat(np.cumsum(count) - count, count)
+    x, y = cand[order[i]], cand[order[j]]
+    key = at["key"]
+    other = key[x] != key[y]
+    x, y = x[other], y[other]
+    first = key[x] < key[y]  # keys are sorted by instance within a group
+    return np.where(first, x, y), np.where(first, y, x)
+
+
+def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], nonexclusive: Sequence[str] = ()) -> pa.Table:
+    """Split-brain windows (SPINE_SCHEMA rows) of the groups in `t` (SPINE_INPUT columns, whole
+    groups, sorted by group, instance, ts) from their intervals `iv` and `at` (interval_bounds).
+    Traffic as window_traffic: unanswered scrapes of either side inside the certain window, counter
+    growth on each side's active observations inside the possible window."""
+    if not iv.num_rows:
+        return SPINE_SCHEMA.empty_table()
+    exclusive = ~pc.is_in(iv.column("kind"), pa.array(list(nonexclusive), pa.string())).to_numpy(zero_copy_only=False)
+    a, b = overlapping_from_sorted(iv, at, exclusive)
+    start, end, lower, upper = at["start"], at["end"], at["lower"], at["upper"]
+    certain = np.maximum(start[a], start[b]), np.minimum(end[a], end[b])
+    possible = np.maximum(lower[a], lower[b]), np.minimum(upper[a], upper[b])
+
+    ts, row_key = at["ts"], at["row_key"]
+    unreachable = pc.invert(t.column("reachable")).fill_null(False).to_numpy(zero_copy_only=False)
+    unanswered_before = np.concatenate([[0], np.cumsum(unreachable)])
+    counter = t.column("total_enqueued")
+    counted = (pc.fill_null(t.column("active"), False).to_numpy(zero_copy_only=False)
+               & ~counter.is_null().to_numpy(zero_copy_only=False))
+    counter = pc.cast(counter, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    counted_before = np.concatenate([[0], np.cumsum(counted)])
+    info = np.iinfo(np.int64)
+    high, low = np.where(counted, counter, info.min), np.where(counted, counter, info.max)
+
+    unanswered = np.zeros(len(a), dtype=np.int64)
+    growth = []
+    for side in (a, b):
+        k = at["key"][side]
+        c0, c1 = positions(ts, row_key, k, certain[0], "left"), positions(ts, row_key, k, certain[1], "right")
+        unanswered += unanswered_before[c1] - unanswered_before[c0]
+        p0, p1 = positions(ts, row_key, k, possible[0], "left"), positions(ts, row_key, k, possible[1], "right")
+        none = counted_before[p1] == counted_before[p0]
+        grown = range_reduce(np.maximum, high, p0, p1, info.min) - range_reduce(np.minimum, low, p0, p1, info.max)
+        growth.append(pa.array(np.where(none, 0, grown), pa.int64(), mask=none))
+
+    w = len(a)
+    columns = {f.name: pa.nulls(w, f.type) for f in SPINE_SCHEMA}
+    columns.update({
+        "kind": iv.column("kind").take(a), "group_name": iv.column("group_name").take(a),
+        "instance": iv.column("instance").take(a), "instance_b": iv.column("instance").take(b),
+        "certain_start": timestamps(certain[0]), "certain_end": timestamps(certain[1]),
+        "possible_start": timestamps(possible[0]), "possible_end": timestamps(possible[1]),
+        "unanswered": pa.array(unanswered, pa.int64()), "enqueued_a": growth[0], "enqueued_b": growth[1],
+        "_window": pa.array(np.ones(w, dtype=bool)),
+    })
+    return spine_table(columns)
+
+
+def spine_table(columns: dict) -> pa.Table:
+    return pa.table([pc.cast(columns[f.name], f.type) for f in SPINE_SCHEMA], schema=SPINE_SCHEMA)
+
+
+def spine_from_sorted(t: pa.Table, nonexclusive: Sequence[str] = (), starts_key: np.ndarray | None = None) -> pa.Table:
+    """Role intervals and split-brain windows of the whole groups in `t` (SPINE_INPUT columns,
+    sorted by group_name, instance, ts), as SPINE_SCHEMA rows."""
+    iv, at = interval_bounds(t, starts_key)
+    columns = {f.name: pa.nulls(iv.num_rows, f.type) for f in SPINE_SCHEMA}
+    columns.update({name: iv.column(name) for name in iv.column_names})
+    columns["_window"] = pa.array(np.zeros(iv.num_rows, dtype=bool))
+    return pa.concat_tables([spine_table(columns), windows_from_sorted(t, iv, at, nonexclusive)])
+
+
+def sort_by_key(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """`t` sorted by group_name, instance, ts (names in byte order, as Spark sorts them; rows of
+    one key and time keep their order), its name columns dictionary-encoded; and where keys start.
+
+    Names are sorted once per distinct value, rows by integer codes: far cheaper than sorting
+    the rows by their strings (in Spark or in Arrow)."""
+    t = t.combine_chunks()
+    codes = []
+    for name in ("group_name", "instance"):
+        enc = pc.dictionary_encode(t.column(name).combine_chunks())
+        t = t.set_column(t.schema.get_field_index(name), name, enc)
+        rank = np.empty(len(enc.dictionary), dtype=np.int64)
+        rank[pc.sort_indices(enc.dictionary).to_numpy()] = np.arange(len(enc.dictionary))
+        codes.append(np.where(enc.is_null().to_numpy(zero_copy_only=False), -1,
+                              rank[enc.indices.fill_null(0).to_numpy(zero_copy_only=False)]))
+    ts, _ = micros(t.column("ts"))
+    order = np.lexsort((ts, codes[1], codes[0]))
+    group, instance = codes[0][order], codes[1][order]
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = (group[1:] != group[:-1]) | (instance[1:] != instance[:-1])
+    return t.take(order), starts
+
+
+def kind_codes(kinds: Sequence[str]) -> list[Column]:
+    """`kind` as `_kind`, its position in `kinds` (1-based; 0: another kind, then in `_other_kind`):
+    an integer instead of a string on every row that Spark shuffles and hands to Python."""
+    code = F.array_position(F.array(*(F.lit(k) for k in kinds)), F.col("kind")).cast("byte")
+    return [code.alias("_kind"), F.when(code == 0, F.col("kind")).alias("_other_kind")]
+
+
+def decode_kinds(t: pa.Table, kinds: Sequence[str]) -> pa.Table:
+    """kind_codes undone: `kind` as a dictionary-encoded column, in place of `_kind`, `_other_kind`."""
+    code = pc.cast(t.column("_kind"), pa.int32()).to_numpy(zero_copy_only=False)
+    other = t.column("_other_kind").combine_chunks()
+    names = pa.concat_arrays([pa.array(["", *kinds], pa.string()), pc.unique(other.drop_null())])
+    index = np.where(code > 0, code, len(kinds) + 1 + pc.index_in(other, names.slice(len(kinds) + 1)).fill_null(-len(kinds) - 1)
+                     .to_numpy(zero_copy_only=False))
+    kind = pa.DictionaryArray.from_arrays(pa.array(index, pa.int32(), mask=(index == 0)), names)
+    return t.drop_columns(["_kind", "_other_kind"]).append_column("kind", kind)
+
+
+def by_group(df: DataFrame, columns: Sequence[str], fn, schema, partitions: int | None = None) -> DataFrame:
+    """Apply the vectorized `fn` (Arrow table of whole groups sorted by group_name, instance, ts;
+    where its keys start → Arrow rows of `schema`) to every group of `df`. Spark only partitions
+    by group; each partition is sorted in Python (sort_by_key), so it is held in memory whole:
+    `partitions` bounds its size (default: spark.sql.shuffle.partitions). `kind` travels as a
+    small integer (kind_codes)."""
+    kinds = sorted(PACKS)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batches = list(batches)
+        if batches and sum(b.num_rows for b in batches):
+            t, starts = sort_by_key(decode_kinds(pa.Table.from_batches(batches), kinds))
+            del batches
+            yield from fn(t, starts).to_batches()
+
+    encoded = [*(c for c in columns if c != "kind"), *kind_codes(kinds)]
+    shuffled = df.select(*encoded).repartition(*([partitions] if partitions else []), "group_name")
+    return shuffled.mapInArrow(run, schema)
+
+
+def gold_spine(broker_state: DataFrame, nonexclusive: list[str] | None = None, partitions: int | None = None) -> DataFrame:
+    """One pass over broker_state: SPINE_SCHEMA rows, role intervals and split-brain windows
+    (split them with spine_intervals / spine_windows)."""
+    nonexclusive = nonexclusive_kinds() if nonexclusive is None else list(nonexclusive)
+    return by_group(broker_state, SPINE_INPUT, lambda t, starts: spine_from_sorted(t, nonexclusive, starts),
+                    spine_spark_schema(), partitions)
+
+
+def spine_intervals(spine: DataFrame) -> DataFrame:
+    return spine.where(~F.col("_window")).select(*ROLE_INTERVALS.column_names)
+
+
+def spine_windows(spine: DataFrame) -> DataFrame:
+    windows = spine.where(F.col("_window")).withColumnRenamed("instance", "instance_a")
+    return window_rows(windows.withColumn("window_id", window_id()))
 
 
 # --- the runner ------------------------------------------------------------------------------------------
@@ -836,13 +1073,14 @@ def run_gold(slh, say, full: bool = False) -> None:
     state, version = pinned_read(slh, "broker_state", GOLD_INPUT)
     mark = Watermark(GOLD_JOB, version, fp).commit_info()
     say("silver → gold role_intervals (full)")
-    intervals = role_intervals(state).cache()  # computed once, while written; the next steps reuse it
+    spine = gold_spine(state).cache()  # one pass, while role_intervals is written; the next steps reuse it
+    intervals = spine_intervals(spine)
     slh.write("role_intervals", intervals, commit_info=mark)
     say("gold failover_events, split_brain_windows, ha_group_checks")
     slh.write("failover_events", failover_events(intervals), commit_info=mark)
-    slh.write("split_brain_windows", split_brain_windows(intervals, state), commit_info=mark)
+    slh.write("split_brain_windows", spine_windows(spine), commit_info=mark)
     slh.write("ha_group_checks", ha_group_checks(state), commit_info=mark)
-    intervals.unpersist()
+    spine.unpersist()
 
 
 def gold_increment(slh, appended, mark: Watermark, say) -> bool:
