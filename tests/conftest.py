@@ -13,3 +13,83 @@ from tests.spark_fixtures import spark  # noqa: F401
 settings.register_profile("ci", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# --- the committed kill-master drill, analysed once ------------------------------------------------------------
+
+import shutil  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+_FIX = Path(__file__).parent / "fixtures"
+
+
+@dataclass(frozen=True)
+class AnalysedDrill:
+    """tests/fixtures/drill_kill_master.jsonl.gz replayed into a fresh lakehouse and analysed once
+    (`analyze` on a fresh lakehouse: no watermark yet, so every job takes its full path — the same
+    rows as `analyze --full`). `root` is shared by every test that asks for it: never write to it;
+    `copy_to` gives a test a lakehouse of its own, in the state the analysis left it."""
+
+    data: dict  # the drill's config (tests/fixtures/drill_kill_master.yaml), lakehouse → root
+    root: Path
+    counts: dict
+
+    def copy_to(self, dest: Path, **overrides):
+        """A copy of the analysed lakehouse at `dest`; its Config (`data` | overrides, lakehouse → dest)."""
+        from brokerscope.config import config_from_dict
+
+        shutil.copytree(self.root, dest)
+        return config_from_dict({**self.data, **overrides, "lakehouse": str(dest)})
+
+
+@pytest.fixture(scope="session")
+def analysed_kill_master(tmp_path_factory, spark):
+    import yaml
+
+    from brokerscope.analyze import analyze
+    from brokerscope.config import config_from_dict
+    from collectors.replay import replay
+
+    root = tmp_path_factory.mktemp("analysed-kill-master") / "lh"
+    data = yaml.safe_load((_FIX / "drill_kill_master.yaml").read_text())
+    data["lakehouse"] = str(root)
+    cfg = config_from_dict(data)
+    replay(cfg, _FIX / "drill_kill_master.jsonl.gz")
+    counts = analyze(cfg, spark=spark)
+    files = sorted(p.relative_to(root) for p in root.rglob("*"))
+    yield AnalysedDrill(data=data, root=root, counts=counts)
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == files, \
+        "a test wrote into the shared analysed kill-master lakehouse (use copy_to)"
+
+
+@dataclass(frozen=True)
+class FullRerun:
+    root: Path  # a copy of the analysed lakehouse, then `analyze --full` over it
+    said: list  # that rerun's progress messages
+    counts: dict
+
+
+@pytest.fixture(scope="session")
+def kill_master_rerun_in_full(analysed_kill_master, tmp_path_factory, spark):
+    """`analyze(full=True)` over a copy of `analysed_kill_master` (once for the session; never write
+    to it): what a `--full` rerun of an analysed lakehouse gives."""
+    from brokerscope.analyze import analyze
+
+    cfg = analysed_kill_master.copy_to(tmp_path_factory.mktemp("kill-master-rerun-full") / "lh")
+    said: list[str] = []
+    counts = analyze(cfg, spark=spark, progress=said.append, full=True)
+    return FullRerun(root=Path(cfg.lakehouse_root()), said=said, counts=counts)
+
+
+@pytest.fixture(scope="session")
+def artemis_in_full(tmp_path_factory, spark):
+    """The Artemis captures (tests/test_incremental.py `artemis()`) replayed whole, the spine and
+    stuck jobs run --full over them (stuck threshold: test_incremental_findings.py's), once for the
+    session: the full run the incremental tests compare with. Its Lakehouse; never write to it."""
+    from tests.test_incremental import artemis
+    from tests.test_incremental_findings import ARTEMIS_STUCK_THRESHOLD, spine_and_stuck_in_full
+
+    return spine_and_stuck_in_full(artemis, ARTEMIS_STUCK_THRESHOLD, tmp_path_factory.mktemp("artemis-in-full"), spark)

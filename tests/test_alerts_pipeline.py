@@ -531,23 +531,17 @@ def test_live_rows_accumulate_across_ticks_for_the_unreachable_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_alerts_over_a_real_kill_master_drill(tmp_path, spark):
+def test_alerts_over_a_real_kill_master_drill(analysed_kill_master, tmp_path):
     """The recorded ActiveMQ drill (SIGKILL of the master, takeover, restart as slave) through
     replay → Spark → gold, then the pipeline ticked every 0.1 s across the drill's own times:
     what fires, when, and that every firing notification gets its resolve."""
-    from brokerscope.analyze import analyze
-    from collectors.replay import replay
-
     fix = Path(__file__).parent / "fixtures"
     truth = json.loads((fix / "drill_kill_master.truth.json").read_text())
-    data = yaml.safe_load((fix / "drill_kill_master.yaml").read_text())
     with RecordingReceiver() as rx:
-        data["lakehouse"] = str(tmp_path / "lh")
-        data["alerts"] = {"group_interval": "100ms", "rules": {"failover_hold": "2s", "unreachable_for": "1s"},
-                          "receivers": [{"name": "hook", "type": "webhook", "url": rx.url + "/hook"}]}
-        cfg = config_from_dict(data)
-        replay(cfg, fix / "drill_kill_master.jsonl.gz")
-        analyze(cfg, spark=spark)
+        # replayed and analysed once for the session (tests/conftest.py); a copy: the pipeline writes its log
+        cfg = analysed_kill_master.copy_to(tmp_path / "lh", alerts={
+            "group_interval": "100ms", "rules": {"failover_hold": "2s", "unreachable_for": "1s"},
+            "receivers": [{"name": "hook", "type": "webhook", "url": rx.url + "/hook"}]})
         lh = Lakehouse(cfg.lakehouse_root())
         p = AlertPipeline(cfg, lh)
         kill = datetime.fromtimestamp(truth["kill_ts"], timezone.utc)

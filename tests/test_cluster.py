@@ -10,11 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import target_map
-from brokerscope.config import config_from_dict, load_config
+from brokerscope.config import config_from_dict
 from collectors.replay import replay
-from lakehouse.jobs.spine import run_spine
-from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from tests.spark_cluster import standalone_cluster
 from tests.test_incremental import snapshot
@@ -48,14 +45,12 @@ run_spine(SparkLakehouse(spark_session(), Lakehouse(cfg.lakehouse_root())), targ
 """
 
 
-def test_cluster_gives_the_same_gold_as_local_mode(tmp_path, spark):
-    local = drill_lakehouse(tmp_path / "local")
-    cfg = load_config(local)
-    run_spine(SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root())), target_map(cfg), full=True)
-
+def test_cluster_gives_the_same_gold_as_local_mode(analysed_kill_master, tmp_path):
+    # local mode: the drill analysed by the tests' local session, once for the session (tests/conftest.py);
+    # on a fresh lakehouse every job takes its full path, the spine's as `run_spine(full=True)` here
     remote = drill_lakehouse(tmp_path / "cluster")
     with standalone_cluster(tmp_path / "spark") as (url, env):
         run = subprocess.run([sys.executable, "-c", RUN_SPINE, str(remote)], env=env, capture_output=True, text=True, timeout=180)
         assert run.returncode == 0, run.stderr[-3000:]
     assert list((tmp_path / "spark").glob("worker*/app-*/*")), "no executor ran on the workers"
-    assert snapshot(Lakehouse(tmp_path / "cluster" / "lh")) == snapshot(Lakehouse(tmp_path / "local" / "lh"))
+    assert snapshot(Lakehouse(tmp_path / "cluster" / "lh")) == snapshot(Lakehouse(analysed_kill_master.root))

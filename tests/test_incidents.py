@@ -3,14 +3,8 @@ evidence of tiny gold tables through Spark (a GC cause pulled into a split brain
 failover is no split-brain incident), and the real kill-master drill end to end: one incident with
 the failover in it, told in plain words, with the same id after a `--full` rerun."""
 
-from pathlib import Path
-
 import pandas as pd
-import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
-from collectors.replay import replay
 from lakehouse.jobs.incidents import (
     EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, assigned_evidence, evidence, incidents, summarize_incident,
 )
@@ -18,7 +12,6 @@ from lakehouse.jobs.runs import contract_frame, stable_id
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
 
-FIX = Path(__file__).parent / "fixtures"
 T0 = pd.Timestamp("2026-11-22 02:13:00")
 
 
@@ -156,13 +149,10 @@ def test_info_findings_are_no_incidents(spark):
 # --- the real drill, end to end -----------------------------------------------------------------------------------
 
 
-def test_drill_kill_master_is_one_incident_with_its_failover(tmp_path, spark):
-    data = yaml.safe_load((FIX / "drill_kill_master.yaml").read_text())
-    data["lakehouse"] = str(tmp_path / "lh")
-    cfg = config_from_dict(data)
-    replay(cfg, FIX / "drill_kill_master.jsonl.gz")
-    counts = analyze(cfg, spark=spark)
-    lh = Lakehouse(cfg.lakehouse_root())
+def test_drill_kill_master_is_one_incident_with_its_failover(analysed_kill_master, kill_master_rerun_in_full):
+    # the recording replayed and analysed, then rerun with --full, once for the session (tests/conftest.py)
+    counts = analysed_kill_master.counts
+    lh = Lakehouse(analysed_kill_master.root)
     assert counts["incidents"] == 1 and counts["risk_findings"] == 0  # a clean failover: no risk state
     inc = lh.read("incidents").to_pylist()[0]
     assert inc["cluster"] == "store-1" and inc["kind"] == "activemq" and inc["status"] == "closed"
@@ -176,8 +166,7 @@ def test_drill_kill_master_is_one_incident_with_its_failover(tmp_path, spark):
     assert [(r["source_table"], r["source_id"]) for r in evidence_rows] == [("failover_events", event["event_id"])]
     assert inc["incident_id"] == stable_id("store-1", "failover_events", event["event_id"])
 
-    analyze(cfg, spark=spark, full=True)
-    assert lh.read("incidents").to_pylist() == [inc]  # stable across a full rerun
+    assert Lakehouse(kill_master_rerun_in_full.root).read("incidents").to_pylist() == [inc]  # stable across a full rerun
 
 
 def test_timeline_prints_incidents_with_narrative_and_advice():

@@ -1,10 +1,13 @@
 """Incremental runs: analysing a recording part by part, as it arrives, gives the same silver and
 gold as one full run over all of it — on the real drill, on Artemis captures (groups derived from
-the NodeID), and on generated broker_state with failovers, restarts, gaps and split brains."""
+the NodeID), and on generated broker_state with failovers, restarts, gaps and split brains. (The drill and the Artemis
+captures at the default resume tail are analysed part by part with the finding jobs, in
+tests/test_incremental_findings.py, which checks these tables too.)"""
 
 from __future__ import annotations
 
 import gzip
+import shutil
 from pathlib import Path
 
 import pytest
@@ -65,43 +68,37 @@ def artemis() -> tuple[dict, list[str]]:
     return {"targets": targets}, recording_lines(ARTEMIS)
 
 
-@pytest.mark.parametrize("scenario, cuts, tail_s", [
-    (drill, [12, 24], 600),  # before the kill; in the outage; after the old master is back
-    (artemis, [9, 26, 48], 600),  # live and backup up; live dead, backup live; inside the split brain
-    (artemis, [9, 26, 48], 1),  # stored rows older than 1 s looked up per instance, not in the tail
-])
-def test_analysing_part_by_part_equals_one_full_run(scenario, cuts, tail_s, tmp_path, spark, monkeypatch):
-    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", tail_s * 1_000_000)
-    data, lines = scenario()
+# The same comparison at the default resume tail (600 s, every resume point inside it) runs with the finding
+# jobs in tests/test_incremental_findings.py, which check these silver and gold tables as well: the drill cut
+# [12, 24] (before the kill; in the outage; after the old master is back) and Artemis cut [9, 26, 48] (live and
+# backup up; live dead, backup live; inside the split brain). Here: Artemis at a 1 s tail, where stored rows
+# older than 1 s are looked up per instance, not in the tail.
+def test_analysing_part_by_part_equals_one_full_run(artemis_in_full, tmp_path, spark, monkeypatch):
+    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", 1 * 1_000_000)
+    data, lines = artemis()
     inc = config(data, tmp_path / "inc")
-    said = analyse_in_parts(inc, lines, cuts, tmp_path, spark)
+    said = analyse_in_parts(inc, lines, [9, 26, 48], tmp_path, spark)
     assert any("bronze → silver" in m and "incremental" in m for m in said), said
     assert any("silver → gold" in m and "incremental" in m for m in said), said
-
-    whole = tmp_path / "whole.jsonl"
-    whole.write_text("\n".join(lines) + "\n")
-    full = config(data, tmp_path / "full")
-    replay(full, whole)
-    spine(full, spark, full=True)
-    assert snapshot(Lakehouse(inc.lakehouse_root())) == snapshot(Lakehouse(full.lakehouse_root()))
+    # one full run over the whole recording, once for the session (tests/conftest.py; its stuck job
+    # settings play no part in these tables)
+    assert snapshot(Lakehouse(inc.lakehouse_root())) == snapshot(artemis_in_full)
 
 
-def test_nothing_new_changes_nothing_and_full_recomputes(tmp_path, spark):
-    data, lines = drill()
-    cfg = config(data, tmp_path / "lh")
-    (tmp_path / "all.jsonl").write_text("\n".join(lines) + "\n")
-    replay(cfg, tmp_path / "all.jsonl")
-    first = analyze(cfg, spark=spark)
+def test_nothing_new_changes_nothing_and_full_recomputes(analysed_kill_master, kill_master_rerun_in_full, tmp_path, spark):
+    # the whole drill replayed and analysed once for the session (tests/conftest.py); a copy, as it reruns
+    first = analysed_kill_master.counts
+    cfg = analysed_kill_master.copy_to(tmp_path / "lh")
     lh = Lakehouse(cfg.lakehouse_root())
     versions = {t: lh.version(t) for t in (*SILVER_FROM_JOLOKIA, *GOLD_TABLES)}
     said: list[str] = []
     assert analyze(cfg, spark=spark, progress=said.append) == first
     assert {t: lh.version(t) for t in versions} == versions  # nothing new: nothing written
     assert "bronze → silver: no new bronze rows" in said
-    said.clear()
-    snap = snapshot(lh)
-    analyze(cfg, spark=spark, progress=said.append, full=True)
-    assert any("(full)" in m for m in said) and snapshot(lh) == snap
+    # `--full` over the same analysed lakehouse (its copy, rerun once for the session: tests/conftest.py)
+    full = kill_master_rerun_in_full
+    assert any("(full)" in m for m in full.said) and snapshot(Lakehouse(full.root)) == snapshot(lh)
+    assert full.counts == first
 
 
 # --- the gold job on generated broker_state ------------------------------------------------------------
@@ -119,13 +116,38 @@ def gold_lakehouse(root: Path, spark, rows) -> tuple[Lakehouse, SparkLakehouse]:
     return lh, SparkLakehouse(spark, lh)
 
 
-@pytest.mark.parametrize("tail_s", [600, 3])  # 3 s: most resume points come from stored intervals
-def test_gold_increments_equal_a_full_run(generated, tail_s, tmp_path, spark, monkeypatch):
-    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", tail_s * 1_000_000)
-    base, extra = generated
-    lh, slh = gold_lakehouse(tmp_path / "inc", spark, base)
+@pytest.fixture(scope="module")
+def generated_base_gold(generated, tmp_path_factory, spark) -> Path:
+    """A lakehouse of the generated base rows and the gold of one run over them (a first run: the full
+    path), once for the module: the start of the increments and the full run over the base. Read only."""
+    base, _extra = generated
+    root = tmp_path_factory.mktemp("generated-base") / "lh"
+    _lh, slh = gold_lakehouse(root, spark, base)
     said: list[str] = []
     run_gold(slh, said.append)
+    assert any("(full)" in m for m in said), said
+    return root
+
+
+@pytest.fixture(scope="module")
+def generated_full_gold(generated, tmp_path_factory, spark):
+    """The gold of one full run over all the generated rows (the resume tail plays no part in it)."""
+    base, extra = generated
+    full_lh, full_slh = gold_lakehouse(tmp_path_factory.mktemp("generated-full"), spark, base)
+    full_lh.append("broker_state", extra)
+    run_gold(full_slh, lambda m: None, full=True)
+    return snapshot(full_lh, GOLD_TABLES)
+
+
+@pytest.mark.parametrize("tail_s", [600, 3])  # 3 s: most resume points come from stored intervals
+def test_gold_increments_equal_a_full_run(generated, generated_base_gold, generated_full_gold, tail_s, tmp_path, spark,
+                                         monkeypatch):
+    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", tail_s * 1_000_000)
+    _base, extra = generated
+    shutil.copytree(generated_base_gold, tmp_path / "inc")  # the base rows and their gold, ours to append to
+    lh = Lakehouse(tmp_path / "inc")
+    slh = SparkLakehouse(spark, lh)
+    said: list[str] = []
     for lo, hi in ((0, 50), (50, 100), (100, 150)):  # three appends of 50 observations per instance
         tick = extra.column("obs_key").to_pylist()
         picked = [i for i, k in enumerate(tick) if lo <= int(k.rsplit("/", 1)[1]) - 600 < hi]
@@ -134,15 +156,12 @@ def test_gold_increments_equal_a_full_run(generated, tail_s, tmp_path, spark, mo
     assert sum("incremental" in m for m in said) == 3, said
     assert read_watermark(lh, "spine-gold", GOLD_TABLES).input_version == lh.version("broker_state")
 
-    full_lh, full_slh = gold_lakehouse(tmp_path / "full", spark, base)
-    full_lh.append("broker_state", extra)
-    run_gold(full_slh, lambda m: None, full=True)
-    assert snapshot(lh, GOLD_TABLES) == snapshot(full_lh, GOLD_TABLES)
     got = snapshot(lh, GOLD_TABLES)
+    assert got == generated_full_gold
     assert got["split_brain_windows"] and {e["event_type"] for e in got["failover_events"]} >= {"failover", "restart"}
 
 
-def test_late_rows_fall_back_to_a_full_run(generated, tmp_path, spark):
+def test_late_rows_fall_back_to_a_full_run(generated, generated_base_gold, tmp_path, spark):
     base, extra = generated
     ticks = [int(k.rsplit("/", 1)[1]) for k in base.column("obs_key").to_pylist()]
     early = [i for i, t in enumerate(ticks) if t < 500]
@@ -154,6 +173,5 @@ def test_late_rows_fall_back_to_a_full_run(generated, tmp_path, spark):
     said: list[str] = []
     run_gold(slh, said.append)
     assert any("rows older than stored ones" in m for m in said), said
-    full_lh, full_slh = gold_lakehouse(tmp_path / "full", spark, base)
-    run_gold(full_slh, lambda m: None, full=True)
-    assert snapshot(lh, GOLD_TABLES) == snapshot(full_lh, GOLD_TABLES)
+    # the full run over all of base: a first run on a fresh lakehouse (the full path), once for the module
+    assert snapshot(lh, GOLD_TABLES) == snapshot(Lakehouse(generated_base_gold), GOLD_TABLES)

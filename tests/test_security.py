@@ -18,9 +18,6 @@ import ast
 import asyncio
 import base64
 import logging
-import os
-import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -210,8 +207,10 @@ def test_credentials_never_reach_logs_recordings_or_tables(tmp_path, caplog, cap
 
 
 @pytest.mark.slow
-def test_credentials_never_reach_silver_and_gold(tmp_path, monkeypatch):
-    """The same, after `brokerscope analyze` (Spark) has built silver and gold from that bronze."""
+def test_credentials_never_reach_silver_and_gold(tmp_path, monkeypatch, capfd, spark):
+    """The same, after `brokerscope analyze` (Spark) has built silver and gold from that bronze: the
+    command run in this process (its Spark session is the tests' local one, already started, whose
+    JVM writes to this process's stdout/stderr too), everything it printed captured at the fds."""
     monkeypatch.setenv("P8_AMQ_PASSWORD", PASSWORD)
     with jolokia_stub({"/api/jolokia": basic_auth(USER, PASSWORD, replay(activemq_items("amq-a")))}) as s:
         cfg_text = (f"lakehouse: {tmp_path / 'lh'}\nscrape_interval: 300ms\nflush_interval: 300ms\ntargets:\n"
@@ -221,13 +220,21 @@ def test_credentials_never_reach_silver_and_gold(tmp_path, monkeypatch):
         from brokerscope.config import load_config
 
         run(Collector(load_config(tmp_path / "c.yaml")).run(duration=1.0))
-    proc = subprocess.run([sys.executable, "-m", "brokerscope", "analyze", "--config", str(tmp_path / "c.yaml")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "P8_AMQ_PASSWORD": PASSWORD})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    from brokerscope.cli import main
+
+    root_logger = logging.getLogger()
+    level, handlers = root_logger.level, list(root_logger.handlers)
+    try:
+        rc = main(["analyze", "--config", str(tmp_path / "c.yaml")])
+    finally:  # main() configures logging as the command does; leave the test run's as it was
+        root_logger.setLevel(level)
+        root_logger.handlers[:] = handlers
+    out, err = capfd.readouterr()
+    assert rc == 0, err[-3000:]
+    assert "broker_state:" in out and "· bronze → silver" in err  # its counts and progress were captured
     lh = Lakehouse(tmp_path / "lh")
     assert lh.count("broker_state") > 0
-    text = "\n".join(_all_strings_of_every_table(lh)) + _raw_bytes_under(tmp_path / "lh").decode("latin-1") + proc.stdout + proc.stderr
+    text = "\n".join(_all_strings_of_every_table(lh)) + _raw_bytes_under(tmp_path / "lh").decode("latin-1") + out + err
     for secret in _secrets():
         assert secret not in text
 
