@@ -11,14 +11,12 @@ setup:
 demo: setup
 	$(PYTHON) -m brokerscope demo
 
-# two workers: the suite waits on JVMs much of the time; tests sharing an analysed drill stay in one
-# worker (tests/conftest.py). Serial: $(PYTHON) -m pytest -q
 test: setup
-	$(PYTHON) -m pytest -q -n 2 --dist loadgroup
+	$(PYTHON) -m pytest -q
 
 # development loop: everything except the real-JVM drills
 test-fast:
-	$(PYTHON) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+	$(PYTHON) -m pytest -q -m "not slow"
 
 # every real fault drill in the lab, scored against its ground truth (exit 1 below the bar)
 drills: setup

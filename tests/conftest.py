@@ -93,15 +93,3 @@ def artemis_in_full(tmp_path_factory, spark):
     from tests.test_incremental_findings import ARTEMIS_STUCK_THRESHOLD, spine_and_stuck_in_full
 
     return spine_and_stuck_in_full(artemis, ARTEMIS_STUCK_THRESHOLD, tmp_path_factory.mktemp("artemis-in-full"), spark)
-
-
-# --- parallel runs (pytest-xdist, `make test` uses -n 2 --dist loadgroup) --------------------------------
-
-SHARED_SESSION_FIXTURES = {"analysed_kill_master", "kill_master_rerun_in_full", "artemis_in_full"}
-
-
-def pytest_collection_modifyitems(config, items):
-    """Tests that share an expensive session fixture run in one worker, so it is built once."""
-    for item in items:
-        if SHARED_SESSION_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("analysed-drills"))
