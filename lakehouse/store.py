@@ -68,10 +68,6 @@ def _first_line(exc: BaseException) -> str:
 BRIDGE_STAGING_RE = re.compile(r"^bridge-\d{8}T\d{6}Z-[0-9a-f]{12}$")
 
 
-def _is_bridge_staging(rel_path: str) -> bool:
-    return bool(BRIDGE_STAGING_RE.match(rel_path.replace(os.sep, "/").split("/", 1)[0]))
-
-
 # delta-rs writes a commit's data files before its log entry, named part-NNNNN-<uuid>-c000.*.parquet
 # under the table's partition folders. In a folder with no Delta log such files are a first write
 # killed before its commit: nothing references them, and the next first write commits beside them.
@@ -79,10 +75,11 @@ DELTA_RS_PART_RE = re.compile(r"^part-\d{5}-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f
 
 
 def _is_uncommitted_write(rel_path: str, partition_by: Sequence[str]) -> bool:
-    """A file a killed first write of a table partitioned by `partition_by` leaves behind."""
-    if _is_bridge_staging(rel_path):
-        return True
+    """A file a killed first write of a table partitioned by `partition_by` leaves behind: the
+    bridge's staging, or delta-rs part files."""
     parts = rel_path.replace(os.sep, "/").split("/")
+    if BRIDGE_STAGING_RE.match(parts[0]):
+        return True
     return (len(parts) == len(partition_by) + 1
             and all(p.startswith(f"{col}=") for p, col in zip(parts, partition_by))
             and bool(DELTA_RS_PART_RE.match(parts[-1])))

@@ -16,6 +16,7 @@ import json
 import math
 import operator
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from functools import reduce
 from typing import Iterator, Sequence
@@ -30,7 +31,9 @@ from pyspark.sql import functions as F
 from collectors.base import Observation, broker_clock_skew_s, collector_health_row
 from collectors.packs import PACKS
 from lakehouse.jobs.watermark import Watermark, fingerprint, read_watermark
-from lakehouse.tables import BROKER_STATE, FAILOVER_EVENTS, ROLE_INTERVALS, SILVER_FROM_JOLOKIA, TS, contract
+from lakehouse.tables import (BROKER_STATE, FAILOVER_EVENTS, ROLE_INTERVALS, SILVER_FROM_JOLOKIA, SPLIT_BRAIN_WINDOWS, TS,
+                              TableContract, contract)
+from lakehouse.tables import Column as ContractColumn
 
 # An uptime-derived JVM start moving forward by more than this means the JVM restarted.
 RESTART_TOLERANCE_MS = 1500
@@ -727,23 +730,23 @@ def window_rows(windows: DataFrame) -> DataFrame:
 # counter growth by range max/min). No second pass over broker_state, no join.
 
 SPINE_INPUT = (*ROLE_INPUT, "reachable", "total_enqueued")
-WINDOW_FIELDS = (
-    pa.field("instance_b", pa.string()), pa.field("certain_start", TS), pa.field("certain_end", TS),
-    pa.field("possible_start", TS), pa.field("possible_end", TS), pa.field("unanswered", pa.int64()),
-    pa.field("enqueued_a", pa.int64()), pa.field("enqueued_b", pa.int64()),
+# role_intervals rows (`_window` false) and split-brain windows (true: kind, group_name, instance =
+# instance_a and the window columns, as in SPLIT_BRAIN_WINDOWS); every column nullable, the other
+# kind's columns null
+_WINDOW_COLUMNS = ("instance_b", "certain_start", "certain_end", "possible_start", "possible_end", "enqueued_a", "enqueued_b")
+SPINE = TableContract(
+    name="gold_spine", layer="internal", keys=(),
+    doc="role intervals and split-brain windows of one pass over broker_state (gold_spine)",
+    columns=(*(replace(c, nullable=True) for c in ROLE_INTERVALS.columns),
+             *(replace(c, nullable=True) for c in SPLIT_BRAIN_WINDOWS.columns if c.name in _WINDOW_COLUMNS),
+             ContractColumn("unanswered", pa.int64(), "windows: unanswered scrapes of either side inside the certain window"),
+             ContractColumn("_window", pa.bool_(), "true: a split-brain window row")),
 )
-# role_intervals rows (`_window` false) and windows (true: kind, group_name, instance = instance_a
-# and WINDOW_FIELDS); every column nullable, the other kind's columns null
-SPINE_SCHEMA = pa.schema([f.with_nullable(True) for f in ROLE_INTERVALS.schema] + list(WINDOW_FIELDS)
-                         + [pa.field("_window", pa.bool_())])
 
 
-def spine_spark_schema():
-    from pyspark.sql.types import StructField, StructType
-
-    from lakehouse.tables import spark_type
-
-    return StructType([StructField(f.name, spark_type(f.type), True) for f in SPINE_SCHEMA])
+def spine_rows(n: int, columns: dict) -> pa.Table:
+    """`n` SPINE rows from `columns`; the columns not given are null."""
+    return contract_table({f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in SPINE.schema}, SPINE)
 
 
 def positions(ts: np.ndarray, row_key: np.ndarray, key: np.ndarray, values: np.ndarray, side: str) -> np.ndarray:
@@ -798,12 +801,12 @@ def overlapping_from_sorted(iv: pa.Table, at: dict[str, np.ndarray], exclusive: 
 
 
 def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], nonexclusive: Sequence[str] = ()) -> pa.Table:
-    """Split-brain windows (SPINE_SCHEMA rows) of the groups in `t` (SPINE_INPUT columns, whole
+    """Split-brain windows (SPINE rows) of the groups in `t` (SPINE_INPUT columns, whole
     groups, sorted by group, instance, ts) from their intervals `iv` and `at` (interval_bounds).
     Traffic as window_traffic: unanswered scrapes of either side inside the certain window, counter
     growth on each side's active observations inside the possible window."""
     if not iv.num_rows:
-        return SPINE_SCHEMA.empty_table()
+        return SPINE.schema.empty_table()
     exclusive = ~pc.is_in(iv.column("kind"), pa.array(list(nonexclusive), pa.string())).to_numpy(zero_copy_only=False)
     a, b = overlapping_from_sorted(iv, at, exclusive)
     start, end, lower, upper = at["start"], at["end"], at["lower"], at["upper"]
@@ -832,31 +835,23 @@ def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], no
         grown = range_reduce(np.maximum, high, p0, p1, info.min) - range_reduce(np.minimum, low, p0, p1, info.max)
         growth.append(pa.array(np.where(none, 0, grown), pa.int64(), mask=none))
 
-    w = len(a)
-    columns = {f.name: pa.nulls(w, f.type) for f in SPINE_SCHEMA}
-    columns.update({
+    return spine_rows(len(a), {
         "kind": iv.column("kind").take(a), "group_name": iv.column("group_name").take(a),
         "instance": iv.column("instance").take(a), "instance_b": iv.column("instance").take(b),
         "certain_start": timestamps(certain[0]), "certain_end": timestamps(certain[1]),
         "possible_start": timestamps(possible[0]), "possible_end": timestamps(possible[1]),
         "unanswered": pa.array(unanswered, pa.int64()), "enqueued_a": growth[0], "enqueued_b": growth[1],
-        "_window": pa.array(np.ones(w, dtype=bool)),
+        "_window": pa.array(np.ones(len(a), dtype=bool)),
     })
-    return spine_table(columns)
-
-
-def spine_table(columns: dict) -> pa.Table:
-    return pa.table([pc.cast(columns[f.name], f.type) for f in SPINE_SCHEMA], schema=SPINE_SCHEMA)
 
 
 def spine_from_sorted(t: pa.Table, nonexclusive: Sequence[str] = (), starts_key: np.ndarray | None = None) -> pa.Table:
     """Role intervals and split-brain windows of the whole groups in `t` (SPINE_INPUT columns,
-    sorted by group_name, instance, ts), as SPINE_SCHEMA rows."""
+    sorted by group_name, instance, ts), as SPINE rows."""
     iv, at = interval_bounds(t, starts_key)
-    columns = {f.name: pa.nulls(iv.num_rows, f.type) for f in SPINE_SCHEMA}
-    columns.update({name: iv.column(name) for name in iv.column_names})
-    columns["_window"] = pa.array(np.zeros(iv.num_rows, dtype=bool))
-    return pa.concat_tables([spine_table(columns), windows_from_sorted(t, iv, at, nonexclusive)])
+    intervals = spine_rows(iv.num_rows, {**{name: iv.column(name) for name in iv.column_names},
+                                         "_window": pa.array(np.zeros(iv.num_rows, dtype=bool))})
+    return pa.concat_tables([intervals, windows_from_sorted(t, iv, at, nonexclusive)])
 
 
 def sort_by_key(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
@@ -921,11 +916,11 @@ def by_group(df: DataFrame, columns: Sequence[str], fn, schema, partitions: int 
 
 
 def gold_spine(broker_state: DataFrame, nonexclusive: list[str] | None = None, partitions: int | None = None) -> DataFrame:
-    """One pass over broker_state: SPINE_SCHEMA rows, role intervals and split-brain windows
+    """One pass over broker_state: SPINE rows, role intervals and split-brain windows
     (split them with spine_intervals / spine_windows)."""
     nonexclusive = nonexclusive_kinds() if nonexclusive is None else list(nonexclusive)
     return by_group(broker_state, SPINE_INPUT, lambda t, starts: spine_from_sorted(t, nonexclusive, starts),
-                    spine_spark_schema(), partitions)
+                    SPINE.spark_schema(), partitions)
 
 
 def spine_intervals(spine: DataFrame) -> DataFrame:
