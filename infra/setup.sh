@@ -3,7 +3,7 @@
 #
 #   sudo infra/setup.sh            # or as root; PYTHON=/path/to/python3 to pick the interpreter
 #
-# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless, prometheus,
+# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless, maven, prometheus,
 #    prometheus-alertmanager, chromium + chromium-driver (dashboard browser tests), postgresql +
 #    libpostgresql-jdbc-java (lease split-brain drill),
 #    zookeeper and libservlet-api-java (the ZooKeeper lab's AdminServer needs servlet-api.jar) (apt-get update only
@@ -12,12 +12,15 @@
 #    system broker would hold 61616/8161)
 # 3. pip install -e '.[test]' when this checkout's package or a test dependency is not importable
 # 4. build the read-only Jolokia agent jar (infra.lab.build_agent)
+# 5. fetch with Maven, once, checksum-verified, into ~/.cache/brokerscope (BROKERSCOPE_CACHE): the
+#    Apache Artemis 2.40.0 distribution (unpacked for infra.artemis_lab) and the Jolokia 2.x JVM
+#    agent (python -m infra.artifacts)
 # Fast no-op when everything is in place.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
-PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless zookeeper libservlet-api-java
+PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless maven zookeeper libservlet-api-java
           prometheus prometheus-alertmanager chromium chromium-driver postgresql libpostgresql-jdbc-java)
 
 say() { printf '[setup] %s\n' "$*"; }
@@ -85,4 +88,7 @@ fi
 # ---------------------------------------------------------------- 4. Jolokia agent jar
 jar="$("$PYTHON" -c 'from infra.lab import build_agent; print(build_agent())')"
 say "jolokia agent: $jar"
+
+# ---------------------------------------------------------------- 5. Artemis distribution, Jolokia JVM agent
+"$PYTHON" -m infra.artifacts | while read -r line; do say "$line"; done
 say "done"
