@@ -1,0 +1,1 @@
+"""Artemis broker instances for the lab (see infra.artemis_lab)."""
