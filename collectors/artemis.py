@@ -215,7 +215,12 @@ def _activity(b: _Broker) -> tuple[bool | None, str, str | None]:
     active, started, backup = as_bool(a.get(ACTIVE)), as_bool(a.get("Started")), as_bool(a.get("Backup"))
     active_error = b.errors.get(ACTIVE)
     if active is not None:
-        return active, "live" if active else ("starting" if started is False else "backup"), None
+        if active:
+            return True, "live", None
+        # Backup=false while not active: a backup whose runtime policy was already swapped to
+        # primary but has not finished activating (2.40.0: ~0.3 s on a shared-store takeover)
+        waiting = started is not False and backup is not False
+        return False, "backup" if waiting else "starting", None
     if started is False or (active_error and NOT_STARTED in active_error):
         return False, "starting", None
     if _is_absence(active_error) and backup is not None and started is not None:
@@ -305,7 +310,9 @@ class ArtemisPack:
         for name, b in sorted(brokers.items()):
             state = self._broker_row(obs, obs_key, b, instance(name), group(name))
             rows.broker_state.append(state)
-            if state["active"]:  # a live replicates to its backup (if any)
+            # a live replicates to its backup (if any); on a shared store nothing is replicated and
+            # ReplicaSync is always false (2.40.0), so a row would only claim an unprotected live
+            if state["active"] and as_bool(b.attributes.get("SharedStore")) is not True:
                 rows.replication_stats.append(
                     base_row(obs, obs_key, instance(name))
                     | {
@@ -369,7 +376,7 @@ class ArtemisPack:
             "backup": as_bool(a.get("Backup")),
             "replica_sync": as_bool(a.get("ReplicaSync")),
             "node_id": node_id,
-            "activation_sequence": as_int(a.get(ACTIVATION_SEQUENCE)),
+            "activation_sequence": _sequence(a.get(ACTIVATION_SEQUENCE)),
             "ha_policy": _text(a.get("HAPolicy")),
             "uptime_ms": as_int(a.get("UptimeMillis")),
             "connections": as_int(a.get("ConnectionCount")),
@@ -395,6 +402,14 @@ class ArtemisPack:
             or f"no Artemis broker MBean ({DOMAIN}:broker=…) in the answer; is the URL the console's {JOLOKIA_PATH}?",
             "scrape_ms": obs.elapsed_ms,
         }
+
+
+def _sequence(v: Any) -> int | None:
+    """The broker's local activation sequence; -1 means it holds none (a shared-store broker
+    always, a replication backup before its first sync — 2.40.0), not a claim: claims are negative
+    only on ZooKeeper (CATALOG §1.6)."""
+    n = as_int(v)
+    return None if n is None or n < 0 else n
 
 
 def _any_known(values: list[bool | None]) -> bool | None:

@@ -92,8 +92,10 @@ def classify_body(name: str, status: int, text: str, content_type: str) -> tuple
         ), "auth"
     if status == 403:
         return None, (
-            f"{name}: HTTP 403 Forbidden — credentials lack the role, or the agent's strict "
-            "Origin check rejected us; set `origin:` to a value allowed by jolokia-access.xml"
+            f"{name}: HTTP 403 Forbidden — credentials missing, wrong or lacking the role (the Artemis "
+            "console answers 403, not 401, to a missing or wrong password), or the agent's strict "
+            "Origin check rejected us; check username/password and set `origin:` to a value allowed "
+            "by jolokia-access.xml"
         ), "forbidden"
     try:
         body = json.loads(text)
@@ -114,6 +116,13 @@ def classify_body(name: str, status: int, text: str, content_type: str) -> tuple
     if status >= 400 and not isinstance(body, list):
         msg = body.get("error") if isinstance(body, dict) else None
         return body, f"{name}: HTTP {status} from Jolokia: {msg or text[:120]}", "http"
+    if isinstance(body, dict) and body.get("status") == 403:
+        # Jolokia 2.x behind the Artemis console rejects a bad Origin with HTTP 200 and this body
+        return body, (
+            f"{name}: Jolokia refused the request (status 403 in an HTTP {status} answer: "
+            f"{str(body.get('error'))[:160]}); its strict Origin check: set `origin:` to a value "
+            "jolokia-access.xml allows (Artemis: the console's http host, e.g. http://127.0.0.1)"
+        ), "forbidden"
     if not isinstance(body, list):
         # A single error object instead of the bulk array (e.g. Jolokia rejected the whole POST).
         err = body.get("error") if isinstance(body, dict) else None
