@@ -28,6 +28,8 @@ DRILLS: dict[str, str] = {
     "zk-leader-loss": "brokerscope.drills.zk_loss",
     "zk-quorum-loss": "brokerscope.drills.zk_loss",
     "gc-pause": "brokerscope.drills.gc_pause",
+    "artemis-kill": "brokerscope.drills.artemis_kill",
+    "artemis-kill-zk": "brokerscope.drills.artemis_kill",
 }
 
 

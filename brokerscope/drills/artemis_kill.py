@@ -1,0 +1,162 @@
+"""artemis-kill: SIGKILL the active primary of a real Artemis 2.40.0 pair → its backup takes over;
+with ``restart``, start the old primary again → it takes the role back (failback: the shared-store
+backup's allow-failback is true by default).
+
+Topologies (infra.artemis_lab): ``shared-store`` (file lock on one journal) and ``replication-zk``
+(replication, ZooKeeper lock manager on a real 3-node ensemble from infra.zk_lab).
+
+Truth: the kill time and pid (the drill's own); the takeover time from the backup's log line —
+AMQ221010 "Backup Server is now active" (shared store) or AMQ221007 "Server is now active"
+(replication, after AMQ221037 "… to become 'active'"); the drill's 20 Hz console probe as a
+fallback; with ``restart``, the restart time, AMQ221008 (backup steps aside) and the primary's
+AMQ221007. Bar: the failover found within one scrape interval of the truth at both ends, no split
+brain; with ``restart``, the failback found after the restart.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from brokerscope.drills.common import (
+    SLACK_S, Scorecard, describe_window, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth,
+)
+
+NAME = "artemis-kill"
+SUMMARY = "SIGKILL the Artemis primary → backup takes over (shared store or replication + ZooKeeper); restart → failback"
+QUEUE = "brokerscope.lab"
+TAKEOVER = {"shared-store": r"AMQ221010", "replication-zk": r"AMQ221007"}
+#: drill name → (topology, restart the old primary afterwards)
+VARIANTS = {"artemis-kill": ("shared-store", True), "artemis-kill-zk": ("replication-zk", False)}
+
+
+def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str = "artemis-kill",
+        topology: str | None = None, restart: bool | None = None) -> tuple[Path, dict]:
+    """Run the drill with live collection; returns (config path, ground truth). ``topology`` and
+    ``restart`` override what the variant says."""
+    from infra.artemis_lab import ArtemisPair
+
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {list(VARIANTS)}")
+    topology = topology or VARIANTS[variant][0]
+    restart = VARIANTS[variant][1] if restart is None else restart
+    workdir = fresh_workdir(workdir, keep)
+    truth: dict = {"drill": variant, "topology": topology, "scrape_interval_s": interval}
+    zk = _ensemble(workdir, topology)
+    try:
+        pair = ArtemisPair(workdir / "lab", topology, zk_connect=zk.connect_string if zk else None)
+        try:
+            _drive(pair, workdir, interval, truth, restart)
+        finally:
+            pair.stop()
+    finally:
+        if zk is not None:
+            zk.stop()
+    _truth_from_logs(pair, truth)
+    write_truth(workdir, truth)
+    return workdir / "brokerscope.yaml", truth
+
+
+def _ensemble(workdir: Path, topology: str):
+    if topology != "replication-zk":
+        return None
+    from infra.zk_lab import ZkEnsemble
+
+    zk = ZkEnsemble(workdir / "lab" / "zk")
+    say(f"ZooKeeper ensemble: leader {zk.start()}")
+    return zk
+
+
+def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool) -> None:
+    from infra.artemis_lab import stomp_send
+
+    primary, backup = pair.names
+    say(f"starting Artemis {pair.topology} pair: {primary} primary, {backup} backup")
+    pair.start(timeout=120)
+    truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
+    cfg_path, col = start_collecting(workdir, [pair.target(n) for n in pair.names], interval)
+    settle(interval)
+    truth["sent_before_kill"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
+                                           login="admin", passcode=pair.admin_password)
+    settle(interval)
+    truth["master_before"], truth["new_master"] = primary, backup
+    truth["kill_ts"] = time.time()
+    truth["killed_pid"] = pair.kill(primary)
+    say(f"SIGKILL {primary} (pid {truth['killed_pid']})")
+    truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
+    say(f"{backup} is active (seen by the drill's 20 Hz probe)")
+    truth["sent_after_failover"] = stomp_send(pair.brokers[backup].stomp_url, QUEUE, (f"n{i}" for i in range(10)),
+                                              login="admin", passcode=pair.admin_password)
+    settle(interval, 4, 2.0)
+    if restart:
+        truth["restart_ts"] = time.time()
+        pair.start_broker(primary, "active", timeout=90)
+        truth["failback_seen_ts"] = pair.wait_for_role(backup, "backup", timeout=60)
+        say(f"{primary} is active again, {backup} is backup again")
+        settle(interval, 4, 2.0)
+    truth["collector"] = col.stop().summary()
+    say(f"collector stopped: {truth['collector']}")
+
+
+def _truth_from_logs(pair, truth: dict) -> None:
+    """Log times, read once the drill is over (the probe can see a role a few ms before the line)."""
+    from infra.artemis_lab import log_times
+
+    primary, backup = pair.names
+    kill = truth["kill_ts"]
+    found = log_times(pair.broker_log(backup), TAKEOVER[pair.topology], kill)
+    truth["takeover_log_ts"] = found[0][0] if found else None
+    truth["takeover_log_line"] = found[0][1] if found else None
+    if "restart_ts" in truth:
+        aside = log_times(pair.broker_log(backup), "AMQ221008", truth["restart_ts"])
+        back = log_times(pair.broker_log(primary), "AMQ221007", truth["restart_ts"])
+        # a primary starts its web console (and so its Jolokia) only after activating: 0.7-1.3 s
+        # after AMQ221007 here, so that is when a scrape can first see it active
+        console = log_times(pair.broker_log(primary), "AMQ241002", truth["restart_ts"])
+        truth["failback_aside_log_ts"] = aside[0][0] if aside else None
+        truth["failback_log_ts"] = back[0][0] if back else None
+        truth["failback_console_log_ts"] = console[0][0] if console else None
+
+
+def score(lh, truth: dict) -> Scorecard:
+    return score_tables(rows(lh, "failover_events"), rows(lh, "role_intervals"), rows(lh, "split_brain_windows"), truth)
+
+
+def score_tables(failovers: list[dict], intervals: list[dict], split_brain: list[dict], truth: dict) -> Scorecard:
+    """The reconstruction against the truth (also used on the committed recording's replay)."""
+    card = Scorecard(truth.get("drill", NAME), truth["scrape_interval_s"])
+    old, new = truth["master_before"], truth["new_master"]
+    card.expect_none("split brain", split_brain, describe_window)
+    moves = [e for e in failovers if e["event_type"] in ("failover", "failback")]
+    ev = [e for e in moves if e["event_type"] == "failover" and (e["from_instance"], e["to_instance"]) == (old, new)]
+    if not card.detect("failover", len(ev) == 1, f"no single failover {old} → {new} in {failovers}"):
+        return card
+    e, kill = ev[0], truth["kill_ts"]
+    takeover = truth.get("takeover_log_ts") or truth["takeover_seen_ts"]
+    card.facts["takeover_source"] = truth.get("takeover_log_line") or "drill probe"
+    card.boundary("old primary last active (vs kill)", epoch(e["old_last_active"]), kill, lo=-(card.interval + 0.1), hi=0.0)
+    card.boundary("backup first active (vs takeover log)", epoch(e["new_first_active"]), takeover, lo=-0.1)
+    card.require(not e["overlap"], "the failover is flagged as overlapping")
+    card.facts["true_outage_s"] = round(takeover - kill, 3)
+    card.facts["reconstructed_outage_upper_s"] = round(e["outage_upper_s"], 3)
+    card.latency("kill → new active first seen", epoch(e["new_first_active"]) - kill)
+    if "restart_ts" in truth:
+        _score_failback(card, moves, truth)
+    else:
+        card.require(len(moves) == 1, f"more than one failover: {moves}")
+    return card
+
+
+def _score_failback(card: Scorecard, moves: list[dict], truth: dict) -> None:
+    old, new = truth["master_before"], truth["new_master"]
+    back = [e for e in moves if e["event_type"] == "failback" and (e["from_instance"], e["to_instance"]) == (new, old)]
+    card.require(len(moves) == 2, f"expected a failover and a failback, got {moves}")
+    if card.detect("failback", len(back) == 1, f"no failback {new} → {old} in {moves}"):
+        first = epoch(back[0]["new_first_active"])
+        active = truth.get("failback_log_ts") or truth["failback_seen_ts"]
+        console = max(active, truth.get("failback_console_log_ts") or active)
+        # a primary's console (its Jolokia) starts after activation: seen from AMQ221007 on, and
+        # no later than one scrape after the console's AMQ241002 line
+        card.boundary("primary first active again (vs its AMQ221007)", first, active, lo=-0.1,
+                      hi=(console - active) + card.interval + SLACK_S)
+        card.facts["primary console up after AMQ221007 (AMQ241002) s"] = round(console - active, 3)
