@@ -1,6 +1,6 @@
 """artemis-kill: SIGKILL the active primary of a real Artemis 2.40.0 pair → its backup takes over;
-with ``restart``, start the old primary again → it takes the role back (failback: the shared-store
-backup's allow-failback is true by default).
+with ``restart``, start the old primary again → it takes the role back (failback: allow-failback
+is true by default; with the lock manager the returning primary first resyncs as a replica).
 
 Topologies (infra.artemis_lab): ``shared-store`` (file lock on one journal) and ``replication-zk``
 (replication, ZooKeeper lock manager on a real 3-node ensemble from infra.zk_lab).
@@ -8,8 +8,9 @@ Topologies (infra.artemis_lab): ``shared-store`` (file lock on one journal) and 
 Truth: the kill time and pid (the drill's own); the takeover time from the backup's log line —
 AMQ221010 "Backup Server is now active" (shared store) or AMQ221007 "Server is now active"
 (replication, after AMQ221037 "… to become 'active'"); the drill's 20 Hz console probe as a
-fallback; with ``restart``, the restart time, AMQ221008 (backup steps aside) and the primary's
-AMQ221007. Bar: the failover found within one scrape interval of the truth at both ends, no split
+fallback; with ``restart``, the restart time, the backup stepping aside (AMQ221008 shared store,
+AMQ221039 replication) and the primary's AMQ221007. With replication the ensemble's nodes are
+targets too, the first reading the lock manager's znodes (lease, activation sequence). Bar: the failover found within one scrape interval of the truth at both ends, no split
 brain; with ``restart``, the failback found after the restart.
 """
 
@@ -27,7 +28,9 @@ SUMMARY = "SIGKILL the Artemis primary → backup takes over (shared store or re
 QUEUE = "brokerscope.lab"
 TAKEOVER = {"shared-store": r"AMQ221010", "replication-zk": r"AMQ221007"}
 #: drill name → (topology, restart the old primary afterwards)
-VARIANTS = {"artemis-kill": ("shared-store", True), "artemis-kill-zk": ("replication-zk", False)}
+VARIANTS = {"artemis-kill": ("shared-store", True), "artemis-kill-zk": ("replication-zk", True)}
+#: the backup's log line when it steps aside for the returning primary (failback)
+ASIDE = {"shared-store": r"AMQ221008", "replication-zk": r"AMQ221039"}
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str = "artemis-kill",
@@ -46,7 +49,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str =
     try:
         pair = ArtemisPair(workdir / "lab", topology, zk_connect=zk.connect_string if zk else None)
         try:
-            _drive(pair, workdir, interval, truth, restart)
+            _drive(pair, workdir, interval, truth, restart, _zk_targets(zk, pair))
         finally:
             pair.stop()
     finally:
@@ -67,14 +70,24 @@ def _ensemble(workdir: Path, topology: str):
     return zk
 
 
-def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool) -> None:
+def _zk_targets(zk, pair) -> list[dict]:
+    """The ensemble's nodes as targets; the first also reads the lock manager's znodes."""
+    if zk is None:
+        return []
+    watch = {"preset": "artemis-lock-manager", "namespace": pair.ha[pair.names[0]].zk_namespace}
+    return [{"name": name, "kind": "zookeeper", "url": f"zk://{node.endpoint}", "group": "zk-lab", "timeout": "1s",
+             "zookeeper": {"admin_url": node.admin_url, **({"watch": [watch]} if i == 0 else {})}}
+            for i, (name, node) in enumerate(zk.nodes.items())]
+
+
+def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool, extra_targets: list[dict]) -> None:
     from infra.artemis_lab import stomp_send
 
     primary, backup = pair.names
     say(f"starting Artemis {pair.topology} pair: {primary} primary, {backup} backup")
     pair.start(timeout=120)
     truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
-    cfg_path, col = start_collecting(workdir, [pair.target(n) for n in pair.names], interval)
+    cfg_path, col = start_collecting(workdir, [pair.target(n) for n in pair.names] + extra_targets, interval)
     settle(interval)
     truth["sent_before_kill"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
                                            login="admin", passcode=pair.admin_password)
@@ -108,7 +121,7 @@ def _truth_from_logs(pair, truth: dict) -> None:
     truth["takeover_log_ts"] = found[0][0] if found else None
     truth["takeover_log_line"] = found[0][1] if found else None
     if "restart_ts" in truth:
-        aside = log_times(pair.broker_log(backup), "AMQ221008", truth["restart_ts"])
+        aside = log_times(pair.broker_log(backup), ASIDE[pair.topology], truth["restart_ts"])
         back = log_times(pair.broker_log(primary), "AMQ221007", truth["restart_ts"])
         # a primary starts its web console (and so its Jolokia) only after activating: 0.7-1.3 s
         # after AMQ221007 here, so that is when a scrape can first see it active

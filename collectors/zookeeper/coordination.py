@@ -96,7 +96,10 @@ def artemis_snapshot(zk: ReadOnlyZk, namespace: str, node_ids: list[str]) -> lis
         nodes.append(leases)
         for name in leases.get("children") or []:
             nodes.append(read_znode(zk, f"{root}/locks/leases/{name}"))
-        nodes.append(read_znode(zk, f"{root}/locks/locks", data=False, children=True))
+        mutex = read_znode(zk, f"{root}/locks/locks", data=False, children=True)
+        nodes.append(mutex)
+        for name in mutex.get("children") or []:  # whose session is acquiring right now (its owner)
+            nodes.append(read_znode(zk, f"{root}/locks/locks/{name}", data=False))
     return nodes
 
 

@@ -230,8 +230,25 @@ def artemis_root(namespace: str, node_id: str) -> str:
     return f"/{ns}/{node_id}" if ns else f"/{node_id}"
 
 
+def _acquiring_sessions(nodes: dict[str, dict], root: str) -> set[str]:
+    """Sessions owning a child of the internal mutex <root>/locks/locks: Curator's semaphore holds
+    it only while acquiring (create the lease, count, delete it again when over the limit)."""
+    mutex = nodes.get(f"{root}/locks/locks") or {}
+    owners = set()
+    for name in mutex.get("children") or []:
+        owner = int(((nodes.get(f"{root}/locks/locks/{name}") or {}).get("stat") or {}).get("ephemeralOwner") or 0)
+        if owner:
+            owners.add(f"0x{owner:x}")
+    return owners
+
+
 def lease_facts(nodes: dict[str, dict], root: str) -> dict[str, Any]:
-    """Lease znodes under <root>/locks/leases: count, the holder (lowest sequence) and its stat."""
+    """Lease znodes under <root>/locks/leases: count, the holder (lowest sequence) and its stat.
+
+    A lease whose session is inside the acquisition mutex while another lease exists is a
+    candidate's try, not a second holder (seen on Artemis 2.40.0: a backup waiting for a dead
+    primary's session to expire adds and removes such a lease about once a second); it is kept in
+    `leases_json` as `contending` and not counted."""
     parent = nodes.get(f"{root}/locks/leases")
     names = sorted((parent or {}).get("children") or [], key=_seq_no)
     leases = []
@@ -244,17 +261,23 @@ def lease_facts(nodes: dict[str, dict], root: str) -> dict[str, Any]:
         leases.append({"name": name, "session": f"0x{int(stat.get('ephemeralOwner') or 0):x}",
                        "uuid": data.decode("utf-8", "replace") if data is not None else None,
                        "ctime": stat.get("ctime"), "mzxid": stat.get("mzxid")})
-    holder = leases[0] if leases else {}
+    trying = _acquiring_sessions(nodes, root)
+    held = [lease for lease in leases if lease["session"] not in trying] or leases
+    for lease in leases:
+        if lease not in held:
+            lease["contending"] = True
+    leases = held + [lease for lease in leases if lease not in held]
+    holder = held[0] if held else {}
     mutex = nodes.get(f"{root}/locks/locks")
     return {
-        "lease_count": len(leases),
+        "lease_count": len(held),
         "leases_json": json.dumps(leases, separators=(",", ":")) if leases else None,
         "holder_session": holder.get("session"),
         "holder_lease": holder.get("name"),
         "holder_uuid": holder.get("uuid"),
         "holder_ctime": ms_to_ts(holder.get("ctime")),
         "holder_mzxid": holder.get("mzxid"),
-        "lease_sessions": ",".join(l["session"] for l in leases) or None,
+        "lease_sessions": ",".join(lease["session"] for lease in held) or None,
         "mutex_count": len((mutex or {}).get("children") or []) if mutex and mutex.get("exists") else 0,
     }
 
