@@ -5,6 +5,10 @@ against the drill's own ground truth (kill time, the takeover log line).
 
     tests/fixtures/artemis/drill_shared_store_kill.*   shared store: SIGKILL primary → AMQ221010 on
                                                         the backup; restart → failback (AMQ221008)
+    tests/fixtures/artemis/drill_replication_zk_kill.*  replication + ZooKeeper lock manager: SIGKILL
+                                                        primary → AMQ221037/AMQ221007 once its session
+                                                        expired; restart → resync, failback (AMQ221039);
+                                                        with the ensemble member holding the lock watch
 """
 
 from __future__ import annotations
@@ -78,6 +82,9 @@ def test_takeover_and_failback_phases_as_the_pack_reads_them():
     live = [(ts, r) for ts, r in b if r["role"] == "live"]
     assert live and t["kill_ts"] < live[0][0] < t["restart_ts"] + 10
     assert all(r["backup"] is False and r["ha_policy"] == "Shared Store Backup" for _, r in live)
+    # between the kill and Active=true the backup already says Backup=false: activating, not serving
+    switching = [r for ts, r in b if t["kill_ts"] < ts < live[0][0] and r["backup"] is False]
+    assert switching and {(r["role"], r["active"]) for r in switching} == {("starting", False)}
     after = [r["_rows"] for ts, r in live]
     assert {d["destination"]: d["messages"] for d in after[-1].destination_stats}["brokerscope.lab"] == \
         t["sent_before_kill"] + t["sent_after_failover"]  # the same journal, now served by the backup
@@ -113,3 +120,72 @@ def test_replayed_kill_is_found_within_one_scrape_of_the_truth(analysed_shared):
     assert ev["group_name"] == next(r["node_id"] for _, r in states(SHARED, "art-a") if r["node_id"])  # grouped by NodeID
     risks = analysed_shared.read("risk_findings").to_pylist() if analysed_shared.exists("risk_findings") else []
     assert [r for r in risks if r["code"] == "unprotected-live"] == []  # a waiting shared-store backup protects
+
+
+# --- replication with the ZooKeeper lock manager --------------------------------------------------
+
+REPL, REPL_TRUTH = load("drill_replication_zk_kill")
+
+
+def test_replication_pair_sequence_sync_and_takeover_as_the_pack_reads_them():
+    t = REPL_TRUTH
+    a, b = states(REPL, "art-a"), states(REPL, "art-b")
+    # (the last scrape sent before the kill can be cut by it: observation time is the send time)
+    before = [r for ts, r in a if ts < t["kill_ts"] and r["reachable"]]
+    assert {(r["role"], r["ha_policy"], r["activation_sequence"]) for r in before} == {("live", "Replication Primary w/lock manager", 1)}
+    assert all(r["_rows"].replication_stats[0]["in_sync"] is True for r in before)  # its backup is synchronized
+    waiting = [r for ts, r in b if ts < t["kill_ts"]]
+    assert {(r["role"], r["replica_sync"], r["activation_sequence"]) for r in waiting} == {("backup", True, 1)}
+    assert {r["ha_policy"] for r in waiting} == {"Replication Backup w/lock manager"}
+    took_over = [r for ts, r in b if t["kill_ts"] < ts < t["restart_ts"] and r["role"] == "live"]
+    assert took_over and {(r["backup"], r["activation_sequence"]) for r in took_over} == {(False, 2)}
+    # the returning primary resyncs as a replica, then takes the role back: sequence 3
+    assert a[-1][1]["role"] == "live" and a[-1][1]["activation_sequence"] == 3
+    assert b[-1][1]["role"] == "backup"
+
+
+def test_replayed_replication_kill_is_found_and_zookeeper_agrees(tmp_path_factory, spark):
+    data = yaml.safe_load((FIX / "drill_replication_zk_kill.yaml").read_text())
+    data["lakehouse"] = str(tmp_path_factory.mktemp("artemis-zk") / "lh")
+    cfg = config_from_dict(data)
+    assert replay(cfg, FIX / "drill_replication_zk_kill.jsonl.gz").new_rows > 0
+    analyze(cfg, spark=spark)
+    lh = Lakehouse(cfg.lakehouse_root())
+    card = assert_passed(artemis_kill.score(lh, REPL_TRUTH))
+    print("\n" + card.render())
+    zk = lh.read("zk_findings").to_pylist() if lh.exists("zk_findings") else []
+    assert {f["code"] for f in zk} <= {"zk.lease-count", "zk.lock-handover", "zk.lease-vanished"}
+    assert all(f["severity"] != "error" for f in zk), zk  # sequences agree, never two holders
+    handover = [f for f in zk if f["code"] == "zk.lock-handover"]
+    assert handover and min(f["start_ts"].timestamp() for f in handover) >= REPL_TRUTH["kill_ts"] - 0.5
+
+
+def test_a_candidates_lease_inside_the_mutex_is_not_a_second_holder():
+    """Transcribed from a real snapshot (Artemis 2.40.0, 2.2 s after SIGKILL of the primary): the
+    dead primary's lease still there (its session not expired yet), the backup's try beside it,
+    the backup's session inside Curator's acquisition mutex."""
+    from collectors.zookeeper.parse import lease_facts
+
+    root = "/brokerscope-lab/1471a9f2-e91e-11f1-9299-02fc00000001"
+    dead, backup = 216172867238625280, 72057679157985280
+    held = "_c_e71ad7ed-6372-4c0e-8bd1-71f49ece92b2-lease-0000000000"
+    trying = "_c_134ba7fa-7e25-4c61-bd03-23009e1a6643-lease-0000000008"
+    mutex = "_c_5f80d530-ff9b-48eb-803a-ba5a313c2651-lock-0000000008"
+
+    def node(path, owner=0, children=None, data=b""):
+        import base64
+        rec = {"path": path, "exists": True, "data_b64": base64.b64encode(data).decode(), "stat": {"ephemeralOwner": owner}}
+        return rec | ({"children": children} if children is not None else {})
+
+    nodes = {n["path"]: n for n in [
+        node(f"{root}/locks/leases", children=[held, trying]),
+        node(f"{root}/locks/leases/{held}", dead, data=b"77d4c924-8ca5-42c3-a0f1-77b5d9e74b64"),
+        node(f"{root}/locks/leases/{trying}", backup, data=b"16f41d62-5659-4475-bb7f-8a04a7c02a58"),
+        node(f"{root}/locks/locks", children=[mutex]),
+        node(f"{root}/locks/locks/{mutex}", backup),
+    ]}
+    facts = lease_facts(nodes, root)
+    assert (facts["lease_count"], facts["holder_session"], facts["lease_sessions"]) == (1, f"0x{dead:x}", f"0x{dead:x}")
+    assert [lease.get("contending", False) for lease in json.loads(facts["leases_json"])] == [False, True]
+    del nodes[f"{root}/locks/locks/{mutex}"]  # without the mutex owner: two holders, as before
+    assert lease_facts(nodes, root)["lease_count"] == 2
