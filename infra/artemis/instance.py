@@ -6,8 +6,8 @@ Edits, each for a reason:
  * heap: ``--java-memory 256M`` writes ``-Xms512M -Xmx256M`` (Xms above Xmx: the JVM refuses to
    start), so the profile's -Xms/-Xmx pair is rewritten.
  * a read-only monitoring user (``brokerscope``, role ``view``): added to the JAAS properties, to
-   the console's allowed roles (HAWTIO_ROLES) and to management.xml's ``list*``/``get*``/``is*``
-   entries only — it can read every MBean and invoke or write nothing.
+   the console's allowed roles (HAWTIO_ROLES) and to management.xml's ``get*``/``is*`` entries
+   only — it can read every MBean attribute and invoke or write nothing.
  * ``<ha-policy>``: rendered here (shared store, or replication with the ZooKeeper lock manager),
    with the failback switches as flags.
 """
@@ -103,8 +103,9 @@ def _add_monitor_user(etc: Path, password: str) -> None:
     with open(etc / "artemis-roles.properties", "a") as fh:
         fh.write(f"\n{MONITOR_ROLE} = {MONITOR_USER}\n")
     _edit(etc / "artemis.profile", lambda t: t.replace("HAWTIO_ROLES='amq'", f"HAWTIO_ROLES='amq,{MONITOR_ROLE}'"))
-    # read-only methods only: the role can look at every MBean and change none
-    _edit(etc / "management.xml", lambda t: re.sub(r'(<access method="(?:list|get|is)\*" roles=")amq("/>)',
+    # attribute getters only: the role reads every MBean attribute and invokes nothing — not even
+    # list* operations, which Artemis's own RBAC counts as reads (listMessages returns message bodies)
+    _edit(etc / "management.xml", lambda t: re.sub(r'(<access method="(?:get|is)\*" roles=")amq("/>)',
                                                    rf"\1amq,{MONITOR_ROLE}\2", t))
 
 
