@@ -22,7 +22,8 @@ broker_state (§1.2, §8.1):
    `Backup == false and Started` — `Backup` reflects the *runtime* HA policy, which is swapped on
    failover — and the row's `error` says it was derived. A broker answering "not started"
    (`Started=false` or the 500) is `active=false, role=starting`: it serves nothing.
- * `role` = live (active) | backup (started, not active) | starting | unknown (role unreadable).
+ * `role` = live (active) | backup (started, not active, Backup not false) | starting (not started,
+   or activating: Active=false with Backup=false) | unknown (role unreadable).
  * `ha_policy` is the *configured* policy name, passed through verbatim; its strings changed across
    versions (≤2.17 `Live Only`/`Replicated`/`Replica`/`Shared Store Master`/`Shared Store Slave`/
    `Colocated`; 2.18–2.31 adds `Primary`/`Backup` for the lock manager; 2.32 `Primary Only`,
@@ -47,6 +48,18 @@ replication_stats: one `artemis-replica` row per *live* broker: in_sync = `Repli
 while the initial sync runs and when no backup is attached, §8.2); backup_announced from the
 cluster connections' `Topology` (`parse_topology`, read only as far as §1.5 documents it: member
 lines `<nodeId> => TopologyMember[…]` and the `nodes=<n> members=<m>` trailer).
+
+Verified on a real Artemis 2.40.0 (infra/artemis_lab.py; docs/ARTEMIS_LAB.md has the list):
+ * the console ships Jolokia 2.1.1: canonical (sorted) ObjectName keys; a bad Origin is a 403
+   inside an HTTP 200 body, a bad password an HTTP 403 (collectors.jolokia names both).
+ * `ActivationSequence` is -1 where the broker holds none (shared store always, a replication
+   backup before its first sync): read as null. It is 1 after the first activation, +1 per
+   failover or failback, equal to ZooKeeper's committed value.
+ * `ReplicaSync` is always false on a shared-store primary: no `artemis-replica` row when
+   `SharedStore` is true (the waiting backup on the shared journal is the protection).
+ * on takeover `Backup` turns false before `Active` turns true (0.3–1.5 s): role `starting`.
+ * a passive backup: broker MBean readable (`Started=true`), queue read 404, cluster connection
+   present with `Started=false`; during a failback restart its broker MBean answers 500, then 404.
 
 Accepted both ways (UNVERIFIED in CATALOG or version-dependent):
  * Jolokia 1.x (console ≤2.39) and 2.x (≥2.40) shapes: canonical or as-registered ObjectName keys,
