@@ -25,6 +25,10 @@ from brokerscope.drills.common import (
 
 NAME = "artemis-kill"
 SUMMARY = "SIGKILL the Artemis primary → backup takes over (shared store or replication + ZooKeeper); restart → failback"
+SUMMARIES = {
+    "artemis-kill": "SIGKILL the Artemis shared-store primary → backup takes over (AMQ221010); restart → failback",
+    "artemis-kill-zk": "SIGKILL the Artemis replication primary (ZooKeeper lock manager) → backup takes over; restart → failback",
+}
 QUEUE = "brokerscope.lab"
 TAKEOVER = {"shared-store": r"AMQ221010", "replication-zk": r"AMQ221007"}
 #: drill name → (topology, restart the old primary afterwards)
