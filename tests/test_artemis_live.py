@@ -169,6 +169,22 @@ def test_kill9_failover_as_the_pack_reads_it(shared_pair):
     assert rows.replication_stats == []
 
 
+def lock_manager(zk, pair, node_id: str) -> dict:
+    """Lease and activation-sequence facts of ``node_id`` as our ZooKeeper collector reads them."""
+    from collectors.zookeeper.coordination import ReadOnlyZk, artemis_snapshot
+    from collectors.zookeeper.parse import artemis_root, lease_facts, sequence_facts
+
+    namespace = pair.ha[pair.names[0]].zk_namespace
+    client = ReadOnlyZk(zk.connect_string, timeout=5.0)
+    try:
+        client.ensure_started()
+        nodes = {n["path"]: n for n in artemis_snapshot(client, namespace, [node_id])}
+    finally:
+        client.close()
+    root = artemis_root(namespace, node_id)
+    return lease_facts(nodes, root) | sequence_facts(nodes, root)
+
+
 def test_replication_pair_under_the_zookeeper_lock_manager(tmp_path):
     from infra.artemis_lab import ArtemisPair
     from infra.zk_lab import ZkEnsemble
@@ -188,11 +204,16 @@ def test_replication_pair_under_the_zookeeper_lock_manager(tmp_path):
         s = state(pair, b)
         assert (s["role"], s["ha_policy"], s["replica_sync"]) == ("backup", "Replication Backup w/lock manager", True)
         assert (s["node_id"], s["activation_sequence"]) == (p["node_id"], 1)
+        before = lock_manager(zk, pair, p["node_id"])
+        assert (before["lease_count"], before["committed_sequence"], before["sequence_claimed"]) == (1, 1, False)
 
         pair.kill(a)
         pair.wait_for_role(b, "active", 45)  # after the dead primary's ZooKeeper session expires
         s = state(pair, b)
         assert (s["role"], s["backup"], s["activation_sequence"], s["node_id"]) == ("live", False, 2, p["node_id"])
+        after = lock_manager(zk, pair, p["node_id"])
+        assert (after["lease_count"], after["committed_sequence"]) == (1, 2)  # ZooKeeper agrees with the broker
+        assert after["holder_session"] != before["holder_session"] and after["holder_uuid"] != before["holder_uuid"]
     finally:
         if pair is not None:
             pair.stop()
