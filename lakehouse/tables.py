@@ -47,7 +47,10 @@ class TableContract:
 
     def spark_schema(self):
         """The contract as a Spark StructType (pyspark imported lazily: collectors need no JVM)."""
-        from pyspark.sql.types import StructField, StructType
+        from pyspark.sql.types import (  # deferred: pyspark is heavy, and collectors read contracts without it
+            StructField,
+            StructType,
+        )
 
         return StructType([StructField(c.name, spark_type(c.type), c.nullable) for c in self.columns])
 
@@ -72,7 +75,7 @@ class TableContract:
 
 def spark_type(t: pa.DataType):
     """Arrow → Spark type for the types contracts use."""
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # deferred: pyspark is heavy, and collectors read contracts without it
 
     if pa.types.is_timestamp(t):
         return T.TimestampType()

@@ -22,15 +22,15 @@ from alerts.pipeline import (
     Decision,
     group_alerts,
     group_key_of,
-    reconcile,
     receiver_timing,
+    reconcile,
     should_notify,
 )
-from alerts.config import AlertsConfig, ReceiverConfig
 from alerts.receivers import IDEMPOTENCY_HEADER
 from alerts.rules import Alert
-from brokerscope.config import config_from_dict
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
+from settings.alerts import AlertsConfig, ReceiverConfig
 from tests.alert_servers import RecordingReceiver, wait_for
 from tests.servers import free_port
 

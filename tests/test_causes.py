@@ -4,10 +4,16 @@ split-brain windows, on tiny gold tables built per contract (positive and negati
 import pandas as pd
 import pytest
 
-from lakehouse.jobs.causes import CauseParams, finding_causes, group_ensembles
-from lakehouse.jobs.runs import contract_frame
+from analysis.causes import CauseParams, finding_causes, group_ensembles
+from analysis.runs import contract_frame
 from lakehouse.tables import (
-    FAILOVER_EVENTS, GC_FINDINGS, SPLIT_BRAIN_WINDOWS, ZK_COORDINATION, ZK_FINDINGS, BROKER_STATE, contract,
+    BROKER_STATE,
+    FAILOVER_EVENTS,
+    GC_FINDINGS,
+    SPLIT_BRAIN_WINDOWS,
+    ZK_COORDINATION,
+    ZK_FINDINGS,
+    contract,
 )
 
 T0 = pd.Timestamp("2026-11-22 02:13:00")

@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
+from analysis.runner import analyze
 from brokerscope.cli import main
-from brokerscope.config import config_from_dict
 from collectors.replay import replay
 from dashboards import data as D
 from dashboards.app import DashboardServer, create_app
 from dashboards.figures import stamp
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.fixtures.artemis import make_captures as mk
 
 pytestmark = pytest.mark.slow

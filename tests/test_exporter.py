@@ -20,15 +20,15 @@ from alerts.exporter import (
     StateSnapshot,
     metric_families,
     metrics_table_markdown,
-    parse_listen,
     split_brain,
 )
-from brokerscope.config import ConfigError, config_from_dict, load_config
-from brokerscope.service import observation_rows, service_values, state_change, TickStats
+from brokerscope.service import TickStats, observation_rows, service_values, state_change
 from collectors.base import collector_health_row
 from collectors.recording import observation_from_envelope, read_envelopes
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
+from settings import ConfigError, config_from_dict, load_config
+from settings.service import parse_listen
 
 FIX = Path(__file__).parent / "fixtures"
 UTC = timezone.utc

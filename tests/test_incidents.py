@@ -5,10 +5,16 @@ the failover in it, told in plain words, with the same id after a `--full` rerun
 
 import pandas as pd
 
-from lakehouse.jobs.incidents import (
-    EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, assigned_evidence, evidence, incidents, summarize_incident,
+from analysis.incidents import (
+    EVIDENCE_COLUMNS,
+    SOURCE_TABLES,
+    assign_incidents,
+    assigned_evidence,
+    evidence,
+    incidents,
+    summarize_incident,
 )
-from lakehouse.jobs.runs import contract_frame, stable_id
+from analysis.runs import contract_frame, stable_id
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
 

@@ -9,14 +9,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from brokerscope.config import LagSettings
-from lakehouse.jobs.lag import (
+from analysis.lag import (
     LAG_FLOWS,
     SERIES_KEY,
     LagRules,
     LookupTable,
-    burrow_statuses,
     broker_findings,
+    burrow_statuses,
     group_cluster_findings,
     instance_lag,
     lag_findings,
@@ -29,6 +28,7 @@ from lakehouse.jobs.lag import (
     time_behind,
 )
 from lakehouse.tables import contract
+from settings import LagSettings
 from tests.fixtures.analytics.silver import silver
 
 T = pd.Timestamp

@@ -10,11 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
-from collectors.replay import replay
-from lakehouse.jobs.spine import group_failovers, instance_intervals
-from lakehouse.jobs.stuck import (
+from analysis.failovers import group_failovers
+from analysis.intervals import instance_intervals
+from analysis.runner import analyze
+from analysis.stuck import (
     DEST_COLUMNS,
     EVENT_COLUMNS,
     STATE_COLUMNS,
@@ -22,7 +21,9 @@ from lakehouse.jobs.stuck import (
     group_stuck,
     held_without_consumers,
 )
+from collectors.replay import replay
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.fixtures.analytics.silver import FIXTURES, silver
 
 T = pd.Timestamp

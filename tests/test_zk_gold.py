@@ -6,8 +6,14 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from lakehouse.jobs.zookeeper import (
-    elections, ensemble_rounds, gc_links, lock_findings, quorum_intervals, ensemble_risks, server_spikes,
+from analysis.zookeeper import (
+    elections,
+    ensemble_risks,
+    ensemble_rounds,
+    gc_links,
+    lock_findings,
+    quorum_intervals,
+    server_spikes,
 )
 from lakehouse.tables import BROKER_STATE, GC_FINDINGS, ZK_ELECTIONS, ZK_FINDINGS, ZK_SERVER_STATE
 
@@ -145,7 +151,10 @@ def test_timeline_entries_for_elections_quorum_and_locks():
     from brokerscope.timeline import build_timeline, render_text
     from lakehouse.store import conform_arrow
     from lakehouse.tables import (
-        FAILOVER_EVENTS, ROLE_INTERVALS, SPLIT_BRAIN_WINDOWS, ZK_QUORUM,
+        FAILOVER_EVENTS,
+        ROLE_INTERVALS,
+        SPLIT_BRAIN_WINDOWS,
+        ZK_QUORUM,
     )
 
     def table(contract, rows):

@@ -72,10 +72,20 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.jobs import runs as runs_module
-from lakehouse.jobs.runs import contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs, utc_ns
-from lakehouse.jobs.spine import SILVER_JOB
-from lakehouse.jobs.watermark import Watermark, fingerprint, read_watermark
+from analysis import runs as runs_module
+from analysis.runs import (
+    contract_frame,
+    count_between,
+    fmt_ts,
+    numbers,
+    run_bounds,
+    seconds,
+    stable_id,
+    true_runs,
+    utc_ns,
+)
+from analysis.silver import SILVER_JOB
+from analysis.watermark import Watermark, fingerprint, read_watermark
 from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
 
 SERIES_KEY = ["instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"]
