@@ -11,17 +11,8 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis.frames import (
-    arrow_frame,
-    contract_table,
-    key_starts,
-    last_position,
-    micros,
-    pandas_frame,
-    per_key,
-    seconds,
-    timestamps,
-)
+from analysis.frames import (arrow_frame, contract_table, key_starts, last_position, micros, pandas_frame, per_key,
+                             seconds, timestamps)
 from analysis.groups import nonexclusive_kinds
 from lakehouse.tables import FAILOVER_EVENTS, ROLE_INTERVALS
 

@@ -8,20 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from analysis.frames import (
-    STATE_LABELS,
-    arrow_frame,
-    by_group,
-    contract_table,
-    iso_times,
-    key_starts,
-    micros,
-    next_position,
-    pandas_frame,
-    state_codes,
-    texts,
-    timestamps,
-)
+from analysis.frames import (STATE_LABELS, arrow_frame, by_group, contract_table, iso_times, key_starts, micros,
+                             next_position, pandas_frame, state_codes, texts, timestamps)
 from lakehouse.tables import BROKER_STATE, ROLE_INTERVALS
 
 # An uptime-derived JVM start moving forward by more than this means the JVM restarted.

@@ -10,7 +10,7 @@ Rules (thresholds: the config's `analysis.risk` section; HA facts: the targets' 
   back as standby well within the grace), and never from one sample. Certain when every other
   instance answered throughout, showing it was not standby; possible when one did not answer (a
   missed scrape is indeterminate) or the group has no other monitored instance. A live whose backup
-  is attached but not in sync (Artemis `ReplicaSync` false) is lakehouse/jobs/lag.py's
+  is attached but not in sync (Artemis `ReplicaSync` false) is analysis/lag.py's
   `replica-sync-gap` (replication_findings), not repeated here.
 * `stale-backup` (warn): an Artemis backup answering as backup with a local `ActivationSequence`
   below its live's (ActivationSequenceStateMachine: a candidate whose sequence differs is Stale and

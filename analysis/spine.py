@@ -29,19 +29,9 @@ from analysis.frames import by_group, contract_table, key_starts, timestamps
 from analysis.groups import ha_group_checks, nonexclusive_kinds
 from analysis.intervals import ROLE_INPUT, interval_bounds, role_intervals
 from analysis.silver import code_sources, run_silver
-from analysis.split_brain import (
-    overlapping_pairs,
-    window_id,
-    window_rows,
-    windows_with_traffic,
-)
+from analysis.split_brain import overlapping_pairs, window_id, window_rows, windows_with_traffic
 from analysis.watermark import Watermark, appended_since, fingerprint, pinned_read
-from lakehouse.tables import (
-    ROLE_INTERVALS,
-    SILVER_FROM_JOLOKIA,
-    SPLIT_BRAIN_WINDOWS,
-    TableContract,
-)
+from lakehouse.tables import ROLE_INTERVALS, SILVER_FROM_JOLOKIA, SPLIT_BRAIN_WINDOWS, TableContract
 from lakehouse.tables import Column as ContractColumn
 
 # --- gold in one pass: intervals, and split-brain windows with their traffic -----------------------

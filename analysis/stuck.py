@@ -1,6 +1,6 @@
 """Stuck messages: silver destination_stats + broker_state (+ gold failover_events) → gold stuck_messages.
 
-Rules (thresholds: the config's `analysis.stuck` section; defaults in brokerscope/config.py).
+Rules (thresholds: the config's `analysis.stuck` section; defaults in settings/analysis.py).
 
 * An observation of a destination is *idle* when it holds messages (`messages > 0`) that nobody
   takes — no consumer, or delivery paused — and nothing was delivered since the previous
@@ -52,18 +52,8 @@ from pyspark.sql import functions as F
 
 from analysis import runs as runs_module
 from analysis.groups import nonexclusive_kinds
-from analysis.runs import (
-    NAT,
-    contract_frame,
-    count_between,
-    fmt_ts,
-    numbers,
-    run_bounds,
-    seconds,
-    stable_id,
-    true_runs,
-    utc_ns,
-)
+from analysis.runs import (NAT, contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id,
+                           true_runs, utc_ns)
 from analysis.watermark import Watermark, appended_since, fingerprint, pinned_read
 from lakehouse.tables import STUCK_MESSAGES
 

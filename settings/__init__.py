@@ -5,15 +5,8 @@ The ground floor of the house: it imports only pydantic, yaml and the table cont
 """
 
 from settings.alerts import AlertsConfig
-from settings.analysis import (
-                               AnalysisSettings,
-                               CauseSettings,
-                               ClockSkewSettings,
-                               IncidentSettings,
-                               LagSettings,
-                               RiskSettings,
-                               StuckSettings,
-)
+from settings.analysis import (AnalysisSettings, CauseSettings, ClockSkewSettings, IncidentSettings, LagSettings,
+                               RiskSettings, StuckSettings)
 from settings.base import ConfigError, Duration, DurationOrZero, parse_duration, parse_since
 from settings.config import Config, config_from_dict, load_config
 from settings.dashboard import DashboardSettings

@@ -39,7 +39,8 @@ import pyarrow as pa
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from lakehouse.tables import TABLES, contract
-from settings.base import ConfigError, Duration, DurationOrZero, Strict, check_http_url, check_name, resolve_secret
+from settings.base import (ConfigError, Duration, DurationOrZero, Name, OneOf, Strict, check_http_url, one_of,
+                           resolve_secret)
 
 __all__ = [
     "AlertsConfig", "BuiltinRules", "ThresholdRule", "ReceiverConfig", "RetrySettings", "SecretError",
@@ -57,10 +58,6 @@ SEVERITIES = ("critical", "error", "warning", "info")
 RECEIVER_TYPES = ("webhook", "pagerduty", "alertmanager")
 
 
-def _one_of(v: str, allowed: tuple[str, ...]) -> str:
-    if v not in allowed:
-        raise ValueError(f"{v!r} is not allowed; use one of: {', '.join(allowed)}")
-    return v
 
 
 class SecretError(ValueError):
@@ -101,8 +98,8 @@ class RetrySettings(Strict):
 class ReceiverConfig(Strict):
     """One receiver. `match`: only alerts whose labels have these values (a list: any of them)."""
 
-    name: str = Field(min_length=1)
-    type: str  # webhook | pagerduty | alertmanager
+    name: Name("rows in alert_notifications")
+    type: OneOf(*RECEIVER_TYPES)  # webhook | pagerduty | alertmanager
     url: str | None = None  # pagerduty: default https://events.pagerduty.com/v2/enqueue
     match: dict[str, str | list[str]] = Field(default_factory=dict)
     send_resolved: bool = True
@@ -121,16 +118,6 @@ class ReceiverConfig(Strict):
     push_ttl: Duration = 300.0
     repush_interval: Duration = 60.0
     retry: RetrySettings = Field(default_factory=RetrySettings)
-
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, v: str) -> str:
-        return check_name(v, "rows in alert_notifications")
-
-    @field_validator("type")
-    @classmethod
-    def _type_ok(cls, v: str) -> str:
-        return _one_of(v, RECEIVER_TYPES)
 
     @field_validator("url")
     @classmethod
@@ -213,7 +200,7 @@ class BuiltinRules(Strict):
     def _known_sev(cls, v: dict[str, str]) -> dict[str, str]:
         cls._known(list(v))
         for s in v.values():
-            _one_of(s, SEVERITIES)
+            one_of(s, SEVERITIES)
         return v
 
 
@@ -224,26 +211,16 @@ class ThresholdRule(Strict):
     name: str = Field(min_length=1)
     table: str
     column: str
-    op: str  # > >= < <= == !=
+    op: OneOf(*OPS)  # > >= < <= == !=
     threshold: float | str | bool
     for_: DurationOrZero = Field(default=0.0, alias="for")
     labels: list[str] = Field(default_factory=list)  # columns whose values become labels
-    severity: str = "warning"  # critical | error | warning | info
+    severity: OneOf(*SEVERITIES) = "warning"  # critical | error | warning | info
     time_column: str | None = None  # default: ts, else end_ts, else start_ts
     summary: str | None = None  # may use {column} placeholders of the row and {value}, {threshold}
     runbook: str | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @field_validator("op")
-    @classmethod
-    def _op_ok(cls, v: str) -> str:
-        return _one_of(v, OPS)
-
-    @field_validator("severity")
-    @classmethod
-    def _sev_ok(cls, v: str) -> str:
-        return _one_of(v, SEVERITIES)
 
     @field_validator("name")
     @classmethod

@@ -12,11 +12,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 __all__ = [
     "ConfigError", "Strict", "Duration", "DurationOrZero", "parse_duration", "parse_since", "check_name",
-    "check_http_url", "resolve_secret",
+    "check_http_url", "resolve_secret", "Name", "OneOf", "one_of",
 ]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -84,6 +84,23 @@ def check_name(value: str, names_what: str) -> str:
     if not _NAME.fullmatch(value):
         raise ValueError(f"use letters, digits and . _ : - only (it names {names_what})")
     return value
+
+
+def Name(names_what: str):
+    """A field type for a name that becomes part of file names and row keys (see check_name)."""
+    return Annotated[str, Field(min_length=1), AfterValidator(lambda v: check_name(v, names_what))]
+
+
+def one_of(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{value!r} is not allowed; use one of: {', '.join(allowed)}")
+    return value
+
+
+def OneOf(*allowed: str):
+    """A str field that takes one of `allowed` (a str, not a Literal: the loader's hint for literal
+    errors names the broker kinds)."""
+    return Annotated[str, AfterValidator(lambda v: one_of(v, allowed))]
 
 
 def check_http_url(value: str, example: str) -> str:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from settings.base import Duration, Strict, check_http_url, check_name, resolve_secret
+from settings.base import Duration, Name, Strict, check_http_url, resolve_secret
 from settings.gc import GcThresholds
 
 KINDS = ("activemq", "artemis", "kafka", "weblogic", "zookeeper")
@@ -66,7 +66,7 @@ class HaSettings(Strict):
 
 
 class Target(Strict):
-    name: str = Field(min_length=1)
+    name: Name("files and rows")
     kind: Literal["activemq", "artemis", "kafka", "weblogic", "zookeeper"]
     url: str
     group: str | None = None
@@ -91,11 +91,6 @@ class Target(Strict):
         if any(not p.strip() for p in v):
             raise ValueError("an empty pattern; list file globs, e.g. /var/log/amq/gc.log*")
         return v
-
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, v: str) -> str:
-        return check_name(v, "files and rows")
 
     @field_validator("url")
     @classmethod

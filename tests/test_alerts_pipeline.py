@@ -17,15 +17,8 @@ import pytest
 import yaml
 
 from alerts.notify_log import LogEntry, Tracked
-from alerts.pipeline import (
-    AlertPipeline,
-    Decision,
-    group_alerts,
-    group_key_of,
-    receiver_timing,
-    reconcile,
-    should_notify,
-)
+from alerts.pipeline import (AlertPipeline, Decision, group_alerts, group_key_of, receiver_timing, reconcile,
+                             should_notify)
 from alerts.receivers import IDEMPOTENCY_HEADER
 from alerts.rules import Alert
 from lakehouse.store import Lakehouse

@@ -11,14 +11,8 @@ import jsonschema
 import pytest
 
 from alerts.pipeline import AlertPipeline, group_key_of
-from alerts.receivers import (
-    IDEMPOTENCY_HEADER,
-    Notification,
-    Receiver,
-    alertmanager_alerts,
-    quote_meta,
-    webhook_payload,
-)
+from alerts.receivers import (IDEMPOTENCY_HEADER, Notification, Receiver, alertmanager_alerts, quote_meta,
+                              webhook_payload)
 from alerts.rules import Alert
 from lakehouse.store import Lakehouse
 from settings import ConfigError, config_from_dict

@@ -137,12 +137,11 @@ def test_report_errors_exit_2(tmp_path, capsys):
 def test_analyze_runs_the_gc_jobs_first_when_there_is_gc_data(tmp_path, monkeypatch, spark):
     """`analyze` (CLI, demo and tests alike) runs the GC jobs before the others: the ZooKeeper job
     links lost sessions and elections to gc_findings."""
-    import analysis.gc
     import analysis.runner
     from settings import config_from_dict
 
     calls = []
-    monkeypatch.setattr(analysis.gc, "run_gc", lambda slh, cfg, full=False, progress=None: calls.append("gc") or {"gc_events": 3})
+    monkeypatch.setattr(analysis.runner, "run_gc", lambda slh, cfg, full=False, progress=None: calls.append("gc") or {"gc_events": 3})
     for name in ("run_spine", "run_stuck", "run_lag"):
         monkeypatch.setattr(analysis.runner, name, lambda *a, _n=name, **k: calls.append(_n) or {})
     cfg = config_from_dict({"lakehouse": str(tmp_path / "lh"), "targets": []})

@@ -11,15 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from analysis.gc import (
-    TargetRules,
-    bronze_line_counts,
-    files_to_parse,
-    finding_rows,
-    import_files,
-    parsed_line_counts,
-    run_gc,
-)
+from analysis.gc import (TargetRules, bronze_line_counts, files_to_parse, finding_rows, import_files,
+                         parsed_line_counts, run_gc)
 from analysis.params import gc_params
 from brokerscope.timeline import build_timeline, render_text
 from collectors.gc import parse_file

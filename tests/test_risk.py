@@ -1,4 +1,4 @@
-"""HA risk states (lakehouse/jobs/risk.py): each rule on tiny hand-made frames, positive and
+"""HA risk states (analysis/risk.py): each rule on tiny hand-made frames, positive and
 negative, then the Spark wiring on a tiny lakehouse (the same answers as the pandas functions)."""
 
 from datetime import timezone
@@ -7,16 +7,8 @@ import pandas as pd
 import pytest
 
 from analysis.params import risk_params
-from analysis.risk import (
-    STATE_COLUMNS,
-    RiskParams,
-    failover_duration,
-    group_state_risks,
-    quorum_findings,
-    restarted_into_split_brain,
-    run_risk,
-    shutdown_on_failure_off,
-)
+from analysis.risk import (STATE_COLUMNS, RiskParams, failover_duration, group_state_risks, quorum_findings,
+                           restarted_into_split_brain, run_risk, shutdown_on_failure_off)
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from settings import config_from_dict

@@ -6,15 +6,8 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from analysis.zookeeper import (
-    elections,
-    ensemble_risks,
-    ensemble_rounds,
-    gc_links,
-    lock_findings,
-    quorum_intervals,
-    server_spikes,
-)
+from analysis.zookeeper import (elections, ensemble_risks, ensemble_rounds, gc_links, lock_findings, quorum_intervals,
+                                server_spikes)
 from lakehouse.tables import BROKER_STATE, GC_FINDINGS, ZK_ELECTIONS, ZK_FINDINGS, ZK_SERVER_STATE
 
 T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)

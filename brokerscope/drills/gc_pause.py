@@ -21,18 +21,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Periodic,
-    Scorecard,
-    activemq_targets,
-    epoch,
-    fresh_workdir,
-    rows,
-    say,
-    settle,
-    start_collecting,
-    write_truth,
-)
+from brokerscope.drills.common import (Periodic, Scorecard, activemq_targets, epoch, fresh_workdir, rows, say, settle,
+                                       start_collecting, write_truth)
 from brokerscope.timeline import build_timeline
 from infra.lab import BROKER_MBEAN_PATTERN, ActiveMQPair, ballast_jvm_arg, build_agent, java_tool, jolokia_request
 

@@ -12,22 +12,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    QUEUE,
-    Scorecard,
-    activemq_log,
-    activemq_targets,
-    describe_window,
-    epoch,
-    first_log_time,
-    fresh_workdir,
-    master_and_slave,
-    rows,
-    say,
-    settle,
-    start_collecting,
-    write_truth,
-)
+from brokerscope.drills.common import (QUEUE, Scorecard, activemq_log, activemq_targets, describe_window, epoch,
+                                       first_log_time, fresh_workdir, master_and_slave, rows, say, settle,
+                                       start_collecting, write_truth)
 from infra.lab import ActiveMQPair, build_agent, stomp_send
 
 NAME = "kill-master"

@@ -20,22 +20,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Producer,
-    Scorecard,
-    activemq_log,
-    activemq_targets,
-    epoch,
-    first_log_time,
-    fresh_workdir,
-    master_and_slave,
-    pick,
-    rows,
-    say,
-    settle,
-    start_collecting,
-    write_truth,
-)
+from brokerscope.drills.common import (Producer, Scorecard, activemq_log, activemq_targets, epoch, first_log_time,
+                                       fresh_workdir, master_and_slave, pick, rows, say, settle, start_collecting,
+                                       write_truth)
 from infra.lab import ActiveMQPair, build_agent
 from infra.pg_lab import PgCluster
 from infra.tcp_proxy import TcpProxy

@@ -11,20 +11,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Scorecard,
-    activemq_log,
-    activemq_targets,
-    epoch,
-    first_log_time,
-    fresh_workdir,
-    pick,
-    rows,
-    say,
-    settle,
-    start_collecting,
-    write_truth,
-)
+from brokerscope.drills.common import (Scorecard, activemq_log, activemq_targets, epoch, first_log_time, fresh_workdir,
+                                       pick, rows, say, settle, start_collecting, write_truth)
 from brokerscope.drills.kill_master import STARTED
 from infra.lab import ActiveMQPair, build_agent, free_port
 

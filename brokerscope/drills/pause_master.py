@@ -16,20 +16,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Producer,
-    Scorecard,
-    activemq_targets,
-    describe_window,
-    epoch,
-    fresh_workdir,
-    master_and_slave,
-    rows,
-    say,
-    settle,
-    start_collecting,
-    write_truth,
-)
+from brokerscope.drills.common import (Producer, Scorecard, activemq_targets, describe_window, epoch, fresh_workdir,
+                                       master_and_slave, rows, say, settle, start_collecting, write_truth)
 from infra.lab import ActiveMQPair, build_agent
 
 NAME = "pause-master"

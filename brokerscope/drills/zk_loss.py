@@ -16,16 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Scorecard,
-    epoch,
-    fresh_workdir,
-    rows,
-    say,
-    settle,
-    start_collecting,
-    write_truth,
-)
+from brokerscope.drills.common import Scorecard, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth
 from infra.zk_lab import ZkEnsemble
 
 VARIANTS = ("zk-leader-loss", "zk-quorum-loss")

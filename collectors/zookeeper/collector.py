@@ -25,17 +25,8 @@ from collectors.bronze import BronzeBuffer, CollectorHost, flush_periodically
 from collectors.jolokia import error_kind_of
 from collectors.recording import envelope
 from collectors.zookeeper.coordination import ReadOnlyZk, take_snapshot, watch_request
-from collectors.zookeeper.wire import (
-    SOURCE_ZNODE,
-    ZkExchange,
-    admin_command,
-    compact_json,
-    default_admin_url,
-    endpoint_of,
-    four_letter_word,
-    not_serving,
-    whitelist_refusal,
-)
+from collectors.zookeeper.wire import (SOURCE_ZNODE, ZkExchange, admin_command, compact_json, default_admin_url,
+                                       endpoint_of, four_letter_word, not_serving, whitelist_refusal)
 from settings import Target
 
 log = logging.getLogger("brokerscope.collect")
