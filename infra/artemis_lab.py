@@ -56,11 +56,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
-from infra.artemis.instance import ADMIN_USER, MONITOR_USER, HaSpec, InstanceSpec, create
+from infra.artemis.instance import MONITOR_USER, HaSpec, InstanceSpec, create
 from infra.artifacts import artemis_home
 from infra.lab import (
-    LabError, _stomp_read, _stomp_write, free_port, is_our_java, jolokia_request, marker_args, proc_state,
-    signal_pid, stop_recorded, tail,
+    LabError,
+    _stomp_read,
+    _stomp_write,
+    free_port,
+    is_our_java,
+    jolokia_request,
+    marker_args,
+    proc_state,
+    signal_pid,
+    stop_recorded,
+    tail,
 )
 
 __all__ = ["ArtemisPair", "ArtemisBroker", "Role", "TOPOLOGIES", "console_read", "log_times", "stomp_send", "stop_recorded"]

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
+from analysis.runner import analyze
+from settings import config_from_dict
 from brokerscope.drills import artemis_kill
 from collectors.artemis import ArtemisPack
 from collectors.recording import observation_from_envelope, read_envelopes

@@ -20,8 +20,19 @@ import time
 from pathlib import Path
 
 from brokerscope.drills.common import (
-    SLACK_S, Scorecard, describe_window, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth,
+    SLACK_S,
+    Scorecard,
+    describe_window,
+    epoch,
+    fresh_workdir,
+    rows,
+    say,
+    settle,
+    start_collecting,
+    write_truth,
 )
+from infra.artemis_lab import ArtemisPair, log_times, stomp_send
+from infra.zk_lab import ZkEnsemble
 
 NAME = "artemis-kill"
 SUMMARY = "SIGKILL the Artemis primary → backup takes over (shared store or replication + ZooKeeper); restart → failback"
@@ -41,7 +52,6 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str =
         topology: str | None = None, restart: bool | None = None) -> tuple[Path, dict]:
     """Run the drill with live collection; returns (config path, ground truth). ``topology`` and
     ``restart`` override what the variant says."""
-    from infra.artemis_lab import ArtemisPair
 
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {list(VARIANTS)}")
@@ -67,7 +77,6 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str =
 def _ensemble(workdir: Path, topology: str):
     if topology != "replication-zk":
         return None
-    from infra.zk_lab import ZkEnsemble
 
     zk = ZkEnsemble(workdir / "lab" / "zk")
     say(f"ZooKeeper ensemble: leader {zk.start()}")
@@ -85,7 +94,6 @@ def _zk_targets(zk, pair) -> list[dict]:
 
 
 def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool, extra_targets: list[dict]) -> None:
-    from infra.artemis_lab import stomp_send
 
     primary, backup = pair.names
     say(f"starting Artemis {pair.topology} pair: {primary} primary, {backup} backup")
@@ -117,7 +125,6 @@ def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool, ext
 
 def _truth_from_logs(pair, truth: dict) -> None:
     """Log times, read once the drill is over (the probe can see a role a few ms before the line)."""
-    from infra.artemis_lab import log_times
 
     primary, backup = pair.names
     kill = truth["kill_ts"]
