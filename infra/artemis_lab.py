@@ -38,38 +38,32 @@ CLI: ``python -m infra.artemis_lab start|stop|status|drill --workdir DIR`` (defa
 
 from __future__ import annotations
 
-import argparse
-import atexit
-import contextlib
-import json
 import os
 import re
 import secrets
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Sequence
 
 from infra.artemis.instance import MONITOR_USER, HaSpec, InstanceSpec, create
 from infra.artifacts import artemis_home
-from infra.lab import (
+from infra.lab import _stomp_read, _stomp_write, jolokia_request
+from infra.lab_cli import LabCli, run
+from infra.lab_logs import stamped_lines
+from infra.processes import (
     LabError,
-    _stomp_read,
-    _stomp_write,
+    LabProcesses,
     free_port,
     is_our_java,
-    jolokia_request,
     marker_args,
+    only_one,
     proc_state,
-    signal_pid,
     stop_recorded,
-    tail,
 )
 
 __all__ = ["ArtemisPair", "ArtemisBroker", "Role", "TOPOLOGIES", "console_read", "log_times", "stomp_send", "stop_recorded"]
@@ -136,18 +130,7 @@ def role_of(item: dict) -> Role:
 def log_times(log: Path, pattern: str, since: float = 0.0) -> list[tuple[float, str]]:
     """(epoch, message) of the broker-log lines matching ``pattern`` at or after ``since``."""
     rx = re.compile(pattern)
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        m = _LOG_LINE.match(line)
-        if m and rx.search(m.group(2)):
-            t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc).timestamp()
-            if t >= since:
-                out.append((t, m.group(2)))
-    return out
+    return [(t, m.group(2)) for t, m in stamped_lines(log, _LOG_LINE) if t >= since and rx.search(m.group(2))]
 
 
 def stomp_send(url: str, destination: str, bodies, *, login: str, passcode: str, timeout: float = 5.0) -> int:
@@ -174,13 +157,15 @@ def stomp_send(url: str, destination: str, bodies, *, login: str, passcode: str,
     return sent
 
 
-class ArtemisPair:
+class ArtemisPair(LabProcesses):
     """A real Artemis primary/backup pair (two JVMs) on 127.0.0.1; see the module doc.
 
     ``start()`` launches the primary (first name), waits until it is active and has logged
     AMQ221001, then the backup until it reports ``Backup=true`` and has logged that it waits
     (AMQ221109 shared store; AMQ221024 synchronized, replication).
     """
+
+    cli = "infra.artemis_lab"
 
     def __init__(
         self,
@@ -217,9 +202,8 @@ class ArtemisPair:
         self.admin_password = secrets.token_urlsafe(12)
         self._cluster_password = secrets.token_urlsafe(12)
         self.origin = "http://127.0.0.1"  # what jolokia-access.xml's allow-origin *://127.0.0.1* accepts
-        self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._brokers: dict[str, ArtemisBroker] = {}
-        self._atexit_registered = False
+        self._init_processes(self._brokers, forget_on_stop=True)
         self._created: set[str] = set()
 
     # ---------------------------------------------------------------- endpoints
@@ -227,10 +211,6 @@ class ArtemisPair:
     @property
     def brokers(self) -> dict[str, ArtemisBroker]:
         return dict(self._brokers)
-
-    @property
-    def pids_file(self) -> Path:
-        return self.workdir / "pids.json"
 
     @property
     def password_file(self) -> Path:
@@ -252,13 +232,6 @@ class ArtemisPair:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def __enter__(self) -> "ArtemisPair":
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def start(self, timeout: float = 90) -> None:
         """Primary until active, then backup until passive; stops both if either fails."""
         primary, backup = self.names
@@ -276,7 +249,6 @@ class ArtemisPair:
         if self.is_running(name):
             return self._brokers[name]
         self._refuse_foreign(name)
-        self._register_atexit()
         self._create(name)
         broker = self._spawn(name)
         if expect is not None:
@@ -293,47 +265,15 @@ class ArtemisPair:
         seen = self.wait_for_role(name, expect, timeout)
         codes = ACTIVE_CODES if expect == "active" else BACKUP_CODES
         since = self._brokers[name].started_at
-        self._wait(name, lambda: bool(log_times(self.broker_log(name), "|".join(codes), since - 1)),
+        self._wait(name, lambda: log_times(self.broker_log(name), "|".join(codes), since - 1), bool,
                    max(5.0, timeout), f"to log one of {codes}")
         return seen
-
-    def stop(self) -> None:
-        """SIGTERM (after SIGCONT) every broker this object started, by verified pid; SIGKILL after
-        ``stop_grace``. Idempotent."""
-        for name in list(self._brokers):
-            pid = self._brokers[name].pid
-            if self._verify(name, pid):
-                signal_pid(pid, signal.SIGCONT)
-                signal_pid(pid, signal.SIGTERM)
-        for name in list(self._brokers):
-            self._terminate(name, signal.SIGTERM, self.stop_grace)
-        for proc in self._procs.values():
-            proc.poll()
-        self._procs.clear()
-        self._brokers.clear()
-        with contextlib.suppress(OSError):
-            self.pids_file.unlink()
-        if self._atexit_registered:
-            atexit.unregister(self.stop)
-            self._atexit_registered = False
-
-    def detach(self) -> None:
-        """Forget the running brokers without stopping them (CLI ``start``); pids.json stays."""
-        if self._atexit_registered:
-            atexit.unregister(self.stop)
-            self._atexit_registered = False
-        self._procs.clear()
 
     # ---------------------------------------------------------------- faults
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> int:
         """Send ``sig`` to the broker's JVM (verified pid); waits for the exit of a SIGKILL."""
-        pid = self._require_pid(name)
-        os.kill(pid, sig)
-        if sig == signal.SIGKILL:
-            self._wait_gone(name, pid, 30)
-            self._write_pids()
-        return pid
+        return self._send(name, sig, wait=sig == signal.SIGKILL)[0]
 
     def pause(self, name: str) -> int:
         return self.kill(name, signal.SIGSTOP)
@@ -360,15 +300,11 @@ class ArtemisPair:
 
     def active(self) -> str | None:
         """The single active broker; None when none (or both: split brain) is."""
-        found = [n for n in self.names if self.role(n) == "active"]
-        return found[0] if len(found) == 1 else None
+        return only_one(self.names, self.role, "active")
 
     def wait_for_role(self, name: str, role: Role, timeout: float = 30) -> float:
         """Poll every 50 ms until ``role(name) == role``; returns time.time() when first seen."""
-        return self._wait(name, lambda: self.role(name, timeout=1.0) == role, timeout, f"to become {role}")
-
-    def is_running(self, name: str) -> bool:
-        return self._alive(name)
+        return self._wait(name, lambda: self.role(name, timeout=1.0), lambda r: r == role, timeout, f"to become {role}")
 
     # ---------------------------------------------------------------- internals
 
@@ -400,13 +336,7 @@ class ArtemisPair:
         env = {**os.environ, "JAVA_ARGS_APPEND": " ".join(extra)}
         env.pop("JAVA_ARGS", None)  # the instance's artemis.profile sets them
         cmd = [str(self.instance_dir(name) / "bin" / "artemis"), "run"]
-        with open(console_log, "ab") as out:
-            out.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} lab start {name}\n".encode())
-            out.flush()
-            started = time.time()
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    cwd=bdir, start_new_session=True, close_fds=True)
-        self._procs[name] = proc
+        proc, started = self._launch(name, cmd, console_log, bdir, env=env)
         self._brokers[name] = ArtemisBroker(
             name=name, pid=proc.pid, jolokia_url=self.jolokia_url(name), acceptor_port=self.acceptor_ports[name],
             http_port=self.http_ports[name], instance=self.instance_dir(name), log=self.broker_log(name),
@@ -414,79 +344,10 @@ class ArtemisPair:
         self._write_pids()
         return self._brokers[name]
 
-    def _wait(self, name: str, pred: Callable[[], bool], timeout: float, what: str) -> float:
-        deadline = time.monotonic() + timeout
-        while True:
-            if pred():
-                return time.time()
-            proc = self._procs.get(name)
-            if proc is not None and proc.poll() is not None:
-                raise LabError(f"broker {name} exited with code {proc.returncode} while waiting {what}.\n"
-                               f"--- tail of {self.workdir / name / 'console.log'} ---\n{tail(self.workdir / name / 'console.log')}")
-            if time.monotonic() >= deadline:
-                raise LabError(f"timeout after {timeout:.1f}s waiting for {name} {what} (role now: {self.role(name)}).\n"
-                               f"--- tail of {self.broker_log(name)} ---\n{tail(self.broker_log(name))}")
-            time.sleep(0.05)
-
-    def _refuse_foreign(self, name: str) -> None:
-        rec = self._read_pids().get(name)
-        if rec and is_our_java(int(rec["pid"]), self.workdir, name):
-            raise LabError(f"broker {name} of {self.workdir} already runs as pid {rec['pid']} (another process); "
-                           f"stop it first: python -m infra.artemis_lab stop --workdir {self.workdir}")
-
-    def _register_atexit(self) -> None:
-        if not self._atexit_registered:
-            atexit.register(self.stop)
-            self._atexit_registered = True
-
-    def _verify(self, name: str, pid: int) -> bool:
-        return is_our_java(pid, self.workdir, name)
-
-    def _alive(self, name: str) -> bool:
-        b = self._brokers.get(name)
-        if b is None:
-            return False
-        proc = self._procs.get(name)
-        if proc is not None and proc.pid == b.pid:
-            return proc.poll() is None
-        return self._verify(name, b.pid)
-
-    def _require_pid(self, name: str) -> int:
-        b = self._brokers.get(name)
-        if b is None or not self._verify(name, b.pid):
-            raise LabError(f"broker {name} is not running")
-        return b.pid
-
-    def _wait_gone(self, name: str, pid: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self._alive(name) if self._brokers[name].pid == pid else self._verify(name, pid):
-            if time.monotonic() >= deadline:
-                raise LabError(f"broker {name} (pid {pid}) did not exit within {timeout:g}s")
-            time.sleep(0.02)
-
-    def _terminate(self, name: str, sig: int, grace: float) -> None:
-        b = self._brokers.get(name)
-        if b is None or not self._verify(name, b.pid):
-            return
-        signal_pid(b.pid, sig)
-        with contextlib.suppress(LabError):
-            self._wait_gone(name, b.pid, grace)
-        if self._verify(name, b.pid):
-            signal_pid(b.pid, signal.SIGKILL)
-            self._wait_gone(name, b.pid, 10)
-
-    def _read_pids(self) -> dict[str, dict[str, Any]]:
-        try:
-            return json.loads(self.pids_file.read_text()).get("brokers", {})
-        except (OSError, ValueError):
-            return {}
-
-    def _write_pids(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        brokers = {n: b.to_json() for n, b in self._brokers.items() if self._alive(n)}
-        tmp = self.pids_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"workdir": str(self.workdir), "brokers": brokers}, indent=2))
-        os.replace(tmp, self.pids_file)
+    def _wait(self, name: str, state: Callable[[], Any], pred: Callable[[Any], bool], timeout: float,
+              what: str) -> float:
+        return self._wait_state(name, lambda _: state(), pred, timeout, what, log=self.workdir / name / "console.log",
+                                every=0.05, down=None, timeout_log=self.broker_log(name))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -494,60 +355,47 @@ class ArtemisPair:
 # --------------------------------------------------------------------------------------------------
 
 
-def _drill(workdir: Path) -> dict[str, Any]:
-    """Shared-store pair: SIGKILL the primary, time the backup's takeover, restart the primary."""
-    out: dict[str, Any] = {}
-    pair = ArtemisPair(workdir)
+def _drill(pair: ArtemisPair, out: dict[str, Any]) -> None:
+    """Shared-store pair: SIGKILL the primary, time the backup's takeover, restart the primary; timings (s) into ``out``."""
     a, b = pair.names
-    try:
-        t0 = time.time()
-        pair.start()
-        out["pair_ready_s"] = round(time.time() - t0, 3)
-        t1 = time.time()
-        pair.kill(a)
-        out["backup_active_after_sigkill_s"] = round(pair.wait_for_role(b, "active", 60) - t1, 3)
-        takeover = log_times(pair.broker_log(b), "AMQ221010", t1)
-        out["takeover_log_after_sigkill_s"] = round(takeover[0][0] - t1, 3) if takeover else None
-        t2 = time.time()
-        pair.start_broker(a, "active", 60)
-        out["primary_back_after_restart_s"] = round(time.time() - t2, 3)
-        out["backup_again_after_restart_s"] = round(pair.wait_for_role(b, "backup", 60) - t2, 3)
-    finally:
-        pair.stop()
-    return out
+    t0 = time.time()
+    pair.start()
+    out["pair_ready_s"] = round(time.time() - t0, 3)
+    t1 = time.time()
+    pair.kill(a)
+    out["backup_active_after_sigkill_s"] = round(pair.wait_for_role(b, "active", 60) - t1, 3)
+    takeover = log_times(pair.broker_log(b), "AMQ221010", t1)
+    out["takeover_log_after_sigkill_s"] = round(takeover[0][0] - t1, 3) if takeover else None
+    t2 = time.time()
+    pair.start_broker(a, "active", 60)
+    out["primary_back_after_restart_s"] = round(time.time() - t2, 3)
+    out["backup_again_after_restart_s"] = round(pair.wait_for_role(b, "backup", 60) - t2, 3)
+
+
+def _status_line(name: str, rec: dict, workdir: Path, args) -> str:
+    alive = is_our_java(int(rec["pid"]), workdir, name)
+    return f"{name}\tpid={rec['pid']}\t{'running' if alive else 'gone'}\tjolokia={rec['jolokia_url']}"
+
+
+def _make(args, workdir: Path) -> ArtemisPair:
+    return ArtemisPair(workdir, args.topology, zk_connect=args.zk_connect)
+
+
+def _report(pair: ArtemisPair, _: None) -> Iterator[str]:
+    for name, b in pair.brokers.items():
+        yield f"{name}\tpid={b.pid}\tjolokia={b.jolokia_url}\tacceptor=tcp://127.0.0.1:{b.acceptor_port}\tlog={b.log}"
+    yield f"monitoring user {pair.monitor_user}, password in {pair.password_file}, Origin {pair.origin}"
+
+
+def _arguments(ap) -> None:
+    ap.add_argument("--topology", choices=TOPOLOGIES, default="shared-store")
+    ap.add_argument("--zk-connect", help="ZooKeeper connect string (replication-zk)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m infra.artemis_lab", description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=["start", "stop", "status", "drill"])
-    ap.add_argument("--workdir", type=Path, default=Path(".lab/artemis"))
-    ap.add_argument("--topology", choices=TOPOLOGIES, default="shared-store")
-    ap.add_argument("--zk-connect", help="ZooKeeper connect string (replication-zk)")
-    args = ap.parse_args(argv)
-    workdir = args.workdir.resolve()
-    if args.command == "drill":
-        print(json.dumps(_drill(workdir), indent=2))
-        return 0
-    if args.command == "stop":
-        pids = stop_recorded(workdir)
-        print(f"stopped pids {pids}" if pids else "nothing running")
-        return 0
-    if args.command == "status":
-        try:
-            recs = json.loads((workdir / "pids.json").read_text()).get("brokers", {})
-        except (OSError, ValueError):
-            recs = {}
-        for name, rec in sorted(recs.items()):
-            alive = is_our_java(int(rec["pid"]), workdir, name)
-            print(f"{name}\tpid={rec['pid']}\t{'running' if alive else 'gone'}\tjolokia={rec['jolokia_url']}")
-        return 0 if recs else 1
-    pair = ArtemisPair(workdir, args.topology, zk_connect=args.zk_connect)
-    pair.start()
-    pair.detach()
-    for name, b in pair.brokers.items():
-        print(f"{name}\tpid={b.pid}\tjolokia={b.jolokia_url}\tacceptor=tcp://127.0.0.1:{b.acceptor_port}\tlog={b.log}")
-    print(f"monitoring user {pair.monitor_user}, password in {pair.password_file}, Origin {pair.origin}")
-    return 0
+    return run(LabCli(prog="python -m infra.artemis_lab", description=__doc__.split("\n")[0],
+                      workdir=Path(".lab/artemis"), recorded="brokers", make=_make, report=_report, drill=_drill,
+                      status_line=_status_line, stop=stop_recorded, add_arguments=_arguments), argv)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ CLI: ``python -m infra.lab start|stop|status|drill|build-agent --workdir DIR`` (
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import fcntl
@@ -60,6 +59,18 @@ from typing import Any, Iterable, Iterator, Literal, Sequence
 from xml.sax.saxutils import escape as _xml_escape
 
 from infra.lab_cli import LabCli, run
+from infra.lab_logs import tail
+from infra.processes import (  # re-exported: the other labs, tests and drills import them from here
+    LabError,
+    LabProcesses,
+    free_port,
+    is_our_java,
+    java_tool,
+    marker_args,
+    only_one,
+    proc_state,
+    stop_recorded,
+)
 
 __all__ = [
     "ACTIVEMQ_HOME",
@@ -112,10 +123,6 @@ _ACTIVEMQ_JDK17_FLAGS = (
 )
 
 
-class LabError(RuntimeError):
-    """Lab could not reach the requested state (message includes the broker log tail when useful)."""
-
-
 # --------------------------------------------------------------------------------------------------
 # Jolokia agent build
 # --------------------------------------------------------------------------------------------------
@@ -125,16 +132,6 @@ def agent_build_dir() -> Path:
     """``infra/jolokia_agent/build`` (gitignored) or ``$BROKERSCOPE_AGENT_BUILD_DIR``."""
     override = os.environ.get("BROKERSCOPE_AGENT_BUILD_DIR")
     return Path(override) if override else AGENT_SRC_DIR / "build"
-
-
-def java_tool(name: str) -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / name).exists():
-        return str(Path(java_home) / "bin" / name)
-    found = shutil.which(name)
-    if not found:
-        raise LabError(f"'{name}' not found (install openjdk-17-jdk-headless; see infra/setup.sh)")
-    return found
 
 
 @contextlib.contextmanager
@@ -411,57 +408,8 @@ def stomp_send(
 
 
 # --------------------------------------------------------------------------------------------------
-# Processes
+# The pair
 # --------------------------------------------------------------------------------------------------
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [p.decode("utf-8", "replace") for p in raw.split(b"\0") if p]
-
-
-def proc_state(pid: int) -> str | None:
-    """Single-letter state from /proc/<pid>/stat (R, S, T, Z, ...) or None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
-def marker_args(workdir: Path, name: str) -> tuple[str, str]:
-    return f"-Dbrokerscope.lab={workdir}", f"-Dbrokerscope.broker={name}"
-
-
-def is_our_java(pid: int, workdir: Path, name: str) -> bool:
-    """True if pid is alive (not a zombie) and is the java process of ``name`` in ``workdir``."""
-    if proc_state(pid) in (None, "Z", "X"):
-        return False
-    args = cmdline(pid)
-    if not args or not os.path.basename(args[0]).startswith("java"):
-        return False
-    return all(m in args for m in marker_args(workdir, name))
-
-
-def tail(path: Path, lines: int = 40) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 64 * 1024))
-            data = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return f"<no log at {path}>"
-    return "\n".join(data.splitlines()[-lines:])
 
 
 @dataclass
@@ -509,15 +457,7 @@ def _render(template: str, values: dict[str, str], raw: dict[str, str] | None = 
     return text
 
 
-def signal_pid(pid: int, sig: int) -> bool:
-    try:
-        os.kill(pid, sig)
-        return True
-    except ProcessLookupError:
-        return False
-
-
-class ActiveMQPair:
+class ActiveMQPair(LabProcesses):
     """A real ActiveMQ Classic shared-storage master/slave pair (two JVMs) on 127.0.0.1.
 
     ``start()`` launches the first name, waits until it is master, then the second one and waits until it
@@ -581,9 +521,8 @@ class ActiveMQPair:
         self._jolokia_ports = dict(zip(self.names, (int(p) for p in jolokia_ports)))
         self._openwire_ports = {n: (int(p) or free_port()) for n, p in zip(self.names, openwire_ports)}
         self._stomp_ports = {n: (int(p) or free_port()) for n, p in zip(self.names, stomp_ports)}
-        self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._brokers: dict[str, BrokerProcess] = {}
-        self._atexit_registered = False
+        self._init_processes(self._brokers, forget_on_stop=True)
 
     # ---------------------------------------------------------------- properties
 
@@ -595,18 +534,10 @@ class ActiveMQPair:
         """
         return dict(self._brokers)
 
-    def is_running(self, name: str) -> bool:
-        """True while the broker's JVM (started by this object) exists and is not a zombie."""
-        return self._alive(name)
-
     @property
     def failover_url(self) -> str:
         a, b = (f"tcp://127.0.0.1:{self._openwire_ports[n]}" for n in self.names)
         return f"failover:({a},{b})?randomize=false"
-
-    @property
-    def pids_file(self) -> Path:
-        return self.workdir / "pids.json"
 
     def jolokia_url(self, name: str) -> str:
         b = self._brokers.get(name)
@@ -621,13 +552,6 @@ class ActiveMQPair:
         return {"user": self.jolokia_user, "password": self.jolokia_password or ""}
 
     # ---------------------------------------------------------------- lifecycle
-
-    def __enter__(self) -> "ActiveMQPair":
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def second_role(self) -> Role:
@@ -657,13 +581,7 @@ class ActiveMQPair:
             raise KeyError(f"unknown broker {name!r}; names are {self.names}")
         if self._alive(name):
             return self._brokers[name]
-        rec = self._read_pids().get(name)
-        if rec and is_our_java(int(rec["pid"]), self.workdir, name):
-            raise LabError(
-                f"broker {name} of {self.workdir} is already running as pid {rec['pid']} (started by another "
-                f"process); stop it first: python -m infra.lab stop --workdir {self.workdir}"
-            )
-        self._register_atexit()
+        self._refuse_foreign(name)
         jar = build_agent()
         bdir = self.workdir / name
         conf = bdir / "conf"
@@ -726,16 +644,7 @@ class ActiveMQPair:
             "start",
             f"xbean:file:{conf / 'activemq.xml'}",
         ]
-        with open(log, "ab") as out:
-            out.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} lab start "
-                      f"{name}: {' '.join(cmd)}\n".encode())
-            out.flush()
-            started_at = time.time()
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                cwd=bdir, start_new_session=True, close_fds=True,
-            )
-        self._procs[name] = proc
+        proc, started_at = self._launch(name, cmd, log, bdir, banner=f": {' '.join(cmd)}")
         broker = BrokerProcess(
             name=name, pid=proc.pid, jolokia_url="", openwire_url=f"tcp://127.0.0.1:{openwire_port}",
             gc_log=gc_log, log=log, workdir=bdir, activemq_log=activemq_log,
@@ -757,60 +666,11 @@ class ActiveMQPair:
             raise
         return broker
 
-    def stop(self) -> None:
-        """SIGTERM the brokers started by this object (by verified PID), SIGKILL after ``stop_grace`` s.
-
-        Idempotent. Brokers recorded by another process are left alone (see :func:`stop_recorded`).
-        """
-        names = set(self._brokers)
-        pending: dict[str, int] = {}
-        for name in names:
-            pid = self._pid_of(name)
-            if pid is not None and self._verify(name, pid):
-                signal_pid(pid, signal.SIGTERM)
-                signal_pid(pid, signal.SIGCONT)  # a SIGSTOPped JVM must run to handle SIGTERM
-                pending[name] = pid
-        deadline = time.monotonic() + self.stop_grace
-        while pending and time.monotonic() < deadline:
-            for name, pid in list(pending.items()):
-                if not self._reap_check(name, pid):
-                    pending.pop(name)
-            time.sleep(0.05)
-        for name, pid in pending.items():
-            if self._verify(name, pid):
-                signal_pid(pid, signal.SIGKILL)
-        for name, pid in pending.items():
-            self._wait_gone(name, pid, 10)
-        for proc in self._procs.values():
-            proc.poll()  # reap children that had already exited (no zombies left behind)
-        self._procs.clear()
-        self._brokers.clear()
-        if names:
-            with contextlib.suppress(OSError):
-                self.pids_file.unlink()
-        if self._atexit_registered:
-            atexit.unregister(self.stop)
-            self._atexit_registered = False
-
-    def detach(self) -> None:
-        """Forget the running brokers without stopping them (CLI ``start``); ``pids.json`` stays."""
-        if self._atexit_registered:
-            atexit.unregister(self.stop)
-            self._atexit_registered = False
-        self._procs.clear()
-
     # ---------------------------------------------------------------- faults
 
     def kill(self, name: str, sig: int = signal.SIGKILL, wait: bool | None = None) -> int:
         """Send ``sig`` to the broker's JVM; returns its pid. Waits for exit for SIGKILL by default."""
-        pid = self._require_pid(name)
-        if sig == signal.SIGTERM:
-            signal_pid(pid, signal.SIGCONT)
-        os.kill(pid, sig)
-        if wait if wait is not None else sig == signal.SIGKILL:
-            self._wait_gone(name, pid, 30)
-            self._write_pids()
-        return pid
+        return self._send(name, sig, wait if wait is not None else sig == signal.SIGKILL)[0]
 
     def pause(self, name: str) -> int:
         """SIGSTOP the broker JVM (it keeps its file lock and sockets, but answers nothing)."""
@@ -851,8 +711,7 @@ class ActiveMQPair:
 
     def master(self) -> str | None:
         """The single broker reporting ``Slave=false``; None if none (or, split brain, both) do."""
-        masters = [n for n in self.names if self.role(n) == "master"]
-        return masters[0] if len(masters) == 1 else None
+        return only_one(self.names, self.role, "master")
 
     def wait_for_role(self, name: str, role: Role, timeout: float = 30) -> float:
         """Poll (every 50 ms) until ``role(name) == role``; returns ``time.time()`` when first seen."""
@@ -886,26 +745,8 @@ class ActiveMQPair:
             link.symlink_to(POSTGRESQL_JAR)
 
     def _wait_until(self, name: str, pred: Any, timeout: float, what: str) -> float:
-        deadline = time.monotonic() + timeout
-        last: Role = "down"
-        while True:
-            last = self.role(name, timeout=min(2.0, max(0.2, deadline - time.monotonic())))
-            if pred(last):
-                return time.time()
-            proc = self._procs.get(name)
-            if proc is not None and proc.poll() is not None and not pred("down"):
-                raise LabError(
-                    f"broker {name} exited with code {proc.returncode} while waiting {what}.\n"
-                    f"--- tail of {self.workdir / name / 'broker.log'} ---\n"
-                    f"{tail(self.workdir / name / 'broker.log')}"
-                )
-            if time.monotonic() >= deadline:
-                raise LabError(
-                    f"timeout after {timeout:.1f}s waiting for {name} {what} (last role: {last}).\n"
-                    f"--- tail of {self.workdir / name / 'broker.log'} ---\n"
-                    f"{tail(self.workdir / name / 'broker.log')}"
-                )
-            time.sleep(0.05)
+        return self._wait_state(name, lambda left: self.role(name, timeout=min(2.0, max(0.2, left))), pred, timeout,
+                                what, log=self.workdir / name / "broker.log", every=0.05)
 
     def _wait_port_file(self, name: str, port_file: Path, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -938,132 +779,25 @@ class ActiveMQPair:
             f"--- tail of {self.workdir / name / 'broker.log'} ---\n{tail(self.workdir / name / 'broker.log')}"
         )
 
-    def _register_atexit(self) -> None:
-        if not self._atexit_registered:
-            atexit.register(self.stop)
-            self._atexit_registered = True
-
-    def _pid_of(self, name: str) -> int | None:
-        b = self._brokers.get(name)
-        return b.pid if b is not None else None
-
-    def _verify(self, name: str, pid: int) -> bool:
-        return is_our_java(pid, self.workdir, name)
-
-    def _alive(self, name: str) -> bool:
-        b = self._brokers.get(name)
-        if b is None:
-            return False
-        proc = self._procs.get(name)
-        if proc is not None and proc.pid == b.pid:
-            return proc.poll() is None
-        return self._verify(name, b.pid)
-
-    def _require_pid(self, name: str) -> int:
-        pid = self._pid_of(name)
-        if pid is None or not self._verify(name, pid):
-            raise LabError(f"broker {name} is not running")
-        return pid
-
-    def _reap_check(self, name: str, pid: int) -> bool:
-        """Reap if it is our child; True while the process still exists."""
-        proc = self._procs.get(name)
-        if proc is not None and proc.pid == pid:
-            return proc.poll() is None
-        return self._verify(name, pid)
-
-    def _wait_gone(self, name: str, pid: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self._reap_check(name, pid):
-            if time.monotonic() >= deadline:
-                raise LabError(f"broker {name} (pid {pid}) did not exit")
-            time.sleep(0.02)
-
-    def _terminate(self, name: str, sig: int, grace: float) -> None:
-        pid = self._pid_of(name)
-        if pid is None or not self._verify(name, pid):
-            return
-        signal_pid(pid, sig)
-        with contextlib.suppress(LabError):
-            self._wait_gone(name, pid, grace)
-        if self._verify(name, pid):
-            signal_pid(pid, signal.SIGKILL)
-            self._wait_gone(name, pid, 10)
-
-    def _read_pids(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.pids_file.read_text())
-        except (OSError, ValueError):
-            return {}
-        return {k: v for k, v in data.get("brokers", {}).items() if isinstance(v, dict)}
-
-    def _write_pids(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        brokers = {n: b.to_json() for n, b in self._brokers.items() if self._alive(n)}
-        tmp = self.pids_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"workdir": str(self.workdir), "brokers": brokers}, indent=2))
-        os.replace(tmp, self.pids_file)
-
-
-def stop_recorded(workdir: Path, grace: float = 15.0, key: str = "brokers") -> list[int]:
-    """Stop the processes a lab recorded under `key` in ``<workdir>/pids.json`` (each verified via
-    /proc/<pid>/cmdline): SIGTERM (after SIGCONT: a stopped JVM must run to handle it), SIGKILL
-    after `grace`. For a lab started by another process (CLI). Returns the pids that were signalled.
-    """
-    workdir = Path(workdir).resolve()
-    pids_file = workdir / "pids.json"
-    try:
-        recs = json.loads(pids_file.read_text()).get(key, {})
-    except (OSError, ValueError):
-        recs = {}
-    targets = {
-        name: int(rec["pid"])
-        for name, rec in recs.items()
-        if is_our_java(int(rec["pid"]), workdir, name)
-    }
-    for pid in targets.values():
-        signal_pid(pid, signal.SIGTERM)
-        signal_pid(pid, signal.SIGCONT)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(is_our_java(p, workdir, n) for n, p in targets.items()):
-        time.sleep(0.05)
-    for name, pid in targets.items():
-        if is_our_java(pid, workdir, name):
-            signal_pid(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        pids_file.unlink()
-    return list(targets.values())
-
 
 # --------------------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------------------
 
 
-def _drill(workdir: Path) -> dict[str, Any]:
-    """Start a pair, SIGKILL the master, restart it; return timings (seconds)."""
-    out: dict[str, Any] = {}
-    pair = ActiveMQPair(workdir)
+def _drill(pair: ActiveMQPair, out: dict[str, Any]) -> None:
+    """Start a pair, SIGKILL the master, restart it; timings (seconds) into ``out``."""
     a, b = pair.names
-    try:
-        t0 = time.time()
-        pair.start_broker(a)
-        out["a_master_after_exec_s"] = round(pair.wait_for_role(a, "master", 60) - t0, 3)
-        t1 = time.time()
-        pair.start_broker(b)
-        out["b_slave_after_exec_s"] = round(pair.wait_for_role(b, "slave", 60) - t1, 3)
-        t2 = time.time()
-        pair.kill(a)
-        out["b_master_after_sigkill_a_s"] = round(pair.wait_for_role(b, "master", 60) - t2, 3)
-        t3 = time.time()
-        pair.start_broker(a)
-        out["a_slave_after_restart_s"] = round(pair.wait_for_role(a, "slave", 60) - t3, 3)
-        t4 = time.time()
-        pair.stop()
-        out["stop_s"] = round(time.time() - t4, 3)
-    finally:
-        pair.stop()
-    return out
+    for key, act, target, watch, role in (("a_master_after_exec_s", pair.start_broker, a, a, "master"),
+                                          ("b_slave_after_exec_s", pair.start_broker, b, b, "slave"),
+                                          ("b_master_after_sigkill_a_s", pair.kill, a, b, "master"),
+                                          ("a_slave_after_restart_s", pair.start_broker, a, a, "slave")):
+        t = time.time()
+        act(target)
+        out[key] = round(pair.wait_for_role(watch, role, 60) - t, 3)
+    t4 = time.time()
+    pair.stop()
+    out["stop_s"] = round(time.time() - t4, 3)
 
 
 def _status_line(name: str, rec: dict, workdir: Path, args) -> str:
@@ -1082,16 +816,15 @@ def _status_line(name: str, rec: dict, workdir: Path, args) -> str:
     return f"{name}\tpid={pid}\trole={role}\tjolokia={rec.get('jolokia_url')}\topenwire={rec.get('openwire_url')}"
 
 
-def _start(args, workdir: Path) -> None:
-    pair = ActiveMQPair(
-        workdir, lock_acquire_sleep_ms=args.lock_acquire_sleep_ms,
-        jolokia_user=args.jolokia_user, jolokia_password=args.jolokia_password,
-    )
-    pair.start()
-    pair.detach()
+def _make(args, workdir: Path) -> ActiveMQPair:
+    return ActiveMQPair(workdir, lock_acquire_sleep_ms=args.lock_acquire_sleep_ms,
+                        jolokia_user=args.jolokia_user, jolokia_password=args.jolokia_password)
+
+
+def _report(pair: ActiveMQPair, _: None) -> Iterator[str]:
     for name, b in pair.brokers.items():
-        print(f"{name}\tpid={b.pid}\tjolokia={b.jolokia_url}\topenwire={b.openwire_url}\tlog={b.log}")
-    print(f"failover url: {pair.failover_url}")
+        yield f"{name}\tpid={b.pid}\tjolokia={b.jolokia_url}\topenwire={b.openwire_url}\tlog={b.log}"
+    yield f"failover url: {pair.failover_url}"
 
 
 def _arguments(ap) -> None:
@@ -1107,7 +840,7 @@ def _build_agent(args, ap) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return run(LabCli(prog="python -m infra.lab", description=__doc__.split("\n")[0], workdir=Path(".lab/activemq"),
-                      recorded="brokers", start=_start, drill=_drill, status_line=_status_line,
+                      recorded="brokers", make=_make, report=_report, drill=_drill, status_line=_status_line,
                       stop=stop_recorded, add_arguments=_arguments, extra={"build-agent": _build_agent}), argv)
 
 

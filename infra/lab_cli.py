@@ -8,7 +8,7 @@ import argparse
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 
 @dataclass(frozen=True)
@@ -17,8 +17,9 @@ class LabCli:
     description: str
     workdir: Path  # default --workdir
     recorded: str  # the key of pids.json that lists the lab's processes ("brokers", "nodes")
-    start: Callable[[argparse.Namespace, Path], None]  # start detached and print what runs where
-    drill: Callable[[Path], dict[str, Any]]  # a timed fault drill; its timings are printed as JSON
+    make: Callable[[argparse.Namespace, Path], Any]  # the lab the arguments ask for (not started)
+    report: Callable[[Any, Any], Iterable[str]]  # what runs where: from the lab and what its start() returned
+    drill: Callable[[Any, dict[str, Any]], None]  # a timed fault drill on a made lab; fills in its timings
     status_line: Callable[[str, dict, Path, argparse.Namespace], str]  # one recorded process, now
     stop: Callable[[Path], list[int]]  # stop every recorded process (by PID, checked against /proc)
     add_arguments: Callable[[argparse.ArgumentParser], None] = lambda ap: None
@@ -35,7 +36,13 @@ def run(lab: LabCli, argv: Sequence[str] | None = None) -> int:
     if args.command in lab.extra:
         return lab.extra[args.command](args, ap)
     if args.command == "drill":
-        print(json.dumps(lab.drill(workdir), indent=2))
+        timings: dict[str, Any] = {}
+        subject = lab.make(args, workdir)
+        try:
+            lab.drill(subject, timings)
+        finally:
+            subject.stop()  # also when the drill fails half way: no JVM outlives it
+        print(json.dumps(timings, indent=2))
         return 0
     if args.command == "stop":
         pids = lab.stop(workdir)
@@ -52,5 +59,9 @@ def run(lab: LabCli, argv: Sequence[str] | None = None) -> int:
         for name, rec in sorted(recs.items()):
             print(lab.status_line(name, rec, workdir, args))
         return 0
-    lab.start(args, workdir)
+    started = lab.make(args, workdir)
+    result = started.start()
+    started.detach()  # the processes outlive this command; `stop` finds them in pids.json
+    for line in lab.report(started, result):
+        print(line)
     return 0

@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from infra.lab import LabError, free_port, tail
+from infra.lab_logs import tail
+from infra.processes import LabError, free_port
 
 __all__ = ["PG_BIN", "PgCluster"]
 

@@ -36,27 +36,26 @@ it to let its session expire).
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import json
 import os
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError
 
-from infra.lab import LabError, free_port, is_our_java, java_tool, marker_args, proc_state, signal_pid, tail
-from infra.lab import stop_recorded as lab_stop_recorded
 from infra.lab_cli import LabCli, run
+from infra.lab_logs import tail
+from infra.processes import LabError, LabProcesses, free_port, is_our_java, java_tool, marker_args, only_one, proc_state
+from infra.processes import stop_recorded as lab_stop_recorded
 
 __all__ = ["ZkEnsemble", "ZkNode", "LockManagerStandIn", "four_letter_word", "stop_recorded", "encode_sequence"]
 
@@ -114,7 +113,7 @@ class ZkNode:
         return asdict(self)
 
 
-class ZkEnsemble:
+class ZkEnsemble(LabProcesses):
     """A real ZooKeeper ensemble of ``size`` JVMs on 127.0.0.1.
 
     Measured (`python -m infra.zk_lab drill`, 2 vCPU container shared with other work, JDK 17,
@@ -123,6 +122,8 @@ class ZkEnsemble:
     leader: 450-640 ms); with two nodes dead the third answers `not-serving`; restarting one gives
     a quorum again after 1.4-2.7 s.
     """
+
+    kind, recorded, cli = "node", "nodes", "infra.zk_lab"
 
     def __init__(
         self,
@@ -153,8 +154,7 @@ class ZkEnsemble:
             n: tuple(whitelist.get(n, DEFAULT_WHITELIST) if isinstance(whitelist, Mapping) else whitelist)
             for n in self.nodes
         }
-        self._procs: dict[str, subprocess.Popen[bytes]] = {}
-        self._atexit_registered = False
+        self._init_processes(self.nodes, forget_on_stop=False)
 
     # ---------------------------------------------------------------- properties
 
@@ -166,21 +166,10 @@ class ZkEnsemble:
     def connect_string(self) -> str:
         return ",".join(n.endpoint for n in self.nodes.values())
 
-    @property
-    def pids_file(self) -> Path:
-        return self.workdir / "pids.json"
-
     def majority(self) -> int:
         return len(self.nodes) // 2 + 1
 
     # ---------------------------------------------------------------- lifecycle
-
-    def __enter__(self) -> "ZkEnsemble":
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self, timeout: float = 60) -> str:
         """Start every node, wait until one leads and all others serve; returns the leader."""
@@ -197,14 +186,10 @@ class ZkEnsemble:
         node = self._node(name)
         if self.is_running(name):
             return node
-        rec = self._read_pids().get(name)
-        if rec and is_our_java(int(rec["pid"]), self.workdir, name):
-            raise LabError(f"node {name} of {self.workdir} already runs as pid {rec['pid']} (another process); "
-                           f"stop it first: python -m infra.zk_lab stop --workdir {self.workdir}")
+        self._refuse_foreign(name)
         missing = [str(p) for p in (ZK_JAR, SERVLET_API_JAR) if not p.exists()]
         if missing:
             raise LabError(f"missing {missing}: apt-get install zookeeper (infra/setup.sh installs it)")
-        self._register_atexit()
         ndir = self.workdir / name
         (ndir / "data").mkdir(parents=True, exist_ok=True)
         (ndir / "data" / "myid").write_text(f"{node.myid}\n")
@@ -223,14 +208,7 @@ class ZkEnsemble:
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
             "-cp", os.pathsep.join(map(str, classpath)), MAIN_CLASS, str(cfg),
         ]
-        with open(log, "ab") as out:
-            out.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} lab start {name}: "
-                      f"{' '.join(cmd)}\n".encode())
-            out.flush()
-            node.started_at = time.time()
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    cwd=ndir, start_new_session=True, close_fds=True)
-        self._procs[name] = proc
+        proc, node.started_at = self._launch(name, cmd, log, ndir, banner=f": {' '.join(cmd)}")
         node.pid = proc.pid
         self._write_pids()
         if wait:
@@ -257,51 +235,11 @@ class ZkEnsemble:
             lines.append(f"server.{n.myid}=127.0.0.1:{n.quorum_port}:{n.election_port}")
         return "\n".join(lines) + "\n"
 
-    def stop(self) -> None:
-        """SIGTERM the nodes this object started (verified PIDs), SIGKILL after ``stop_grace``. Idempotent."""
-        pending: dict[str, int] = {}
-        for name, node in self.nodes.items():
-            if node.pid and self._verify(name, node.pid):
-                signal_pid(node.pid, signal.SIGCONT)  # a paused JVM must run to handle SIGTERM
-                signal_pid(node.pid, signal.SIGTERM)
-                pending[name] = node.pid
-        deadline = time.monotonic() + self.stop_grace
-        while pending and time.monotonic() < deadline:
-            pending = {n: p for n, p in pending.items() if self._exists(n, p)}
-            time.sleep(0.05)
-        for name, pid in pending.items():
-            if self._verify(name, pid):
-                signal_pid(pid, signal.SIGKILL)
-            self._wait_gone(name, pid, 10)
-        for proc in self._procs.values():
-            proc.poll()  # reap: no zombies left behind
-        self._procs.clear()
-        with contextlib.suppress(OSError):
-            self.pids_file.unlink()
-        if self._atexit_registered:
-            atexit.unregister(self.stop)
-            self._atexit_registered = False
-
-    def detach(self) -> None:
-        """Forget the running nodes without stopping them (CLI ``start``); ``pids.json`` stays."""
-        if self._atexit_registered:
-            atexit.unregister(self.stop)
-            self._atexit_registered = False
-        self._procs.clear()
-
     # ---------------------------------------------------------------- faults
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> float:
         """Send `sig` to the node's JVM; for SIGKILL wait until it is gone. Returns the send time."""
-        pid = self._require_pid(name)
-        if sig == signal.SIGTERM:
-            signal_pid(pid, signal.SIGCONT)
-        t = time.time()
-        os.kill(pid, sig)
-        if sig in (signal.SIGKILL, signal.SIGTERM):
-            self._wait_gone(name, pid, 30)
-            self._write_pids()
-        return t
+        return self._send(name, sig, wait=sig in (signal.SIGKILL, signal.SIGTERM))[1]
 
     def pause(self, name: str) -> float:
         """SIGSTOP the node (sockets stay open, nothing answers: what a long GC pause looks like)."""
@@ -311,10 +249,6 @@ class ZkEnsemble:
         return self.kill(name, signal.SIGCONT)
 
     # ---------------------------------------------------------------- state
-
-    def is_running(self, name: str) -> bool:
-        node = self._node(name)
-        return bool(node.pid) and self._exists(name, node.pid)
 
     def mode(self, name: str, timeout: float = 1.0) -> Mode:
         """The node's `srvr` Mode (`not-serving` while it has no quorum), `down` if nothing answers."""
@@ -331,24 +265,13 @@ class ZkEnsemble:
         return {n: self.mode(n) for n in self.names}
 
     def leader(self) -> str | None:
-        leaders = [n for n, m in self.modes().items() if m == "leader"]
-        return leaders[0] if len(leaders) == 1 else None
+        modes = self.modes()
+        return only_one(modes, modes.__getitem__, "leader")
 
     def wait_for(self, name: str, pred: Callable[[Mode], bool], timeout: float, what: str) -> float:
         """Poll (every 20 ms) until `pred(mode(name))`; returns time.time() when first seen."""
-        deadline = time.monotonic() + timeout
-        while True:
-            m = self.mode(name, timeout=0.5)
-            if pred(m):
-                return time.time()
-            proc = self._procs.get(name)
-            if proc is not None and proc.poll() is not None and not pred("down"):
-                raise LabError(f"node {name} exited with code {proc.returncode} while waiting {what}.\n"
-                               f"--- tail of {self.workdir / name / 'node.log'} ---\n{tail(self.workdir / name / 'node.log')}")
-            if time.monotonic() >= deadline:
-                raise LabError(f"timeout after {timeout:.1f}s waiting for {name} {what} (last mode: {m}).\n"
-                               f"--- tail of {self.workdir / name / 'node.log'} ---\n{tail(self.workdir / name / 'node.log')}")
-            time.sleep(0.02)
+        return self._wait_state(name, lambda _: self.mode(name, timeout=0.5), pred, timeout, what,
+                                log=self.workdir / name / "node.log", every=0.02)
 
     def wait_for_leader(self, timeout: float = 30, exclude: set[str] = frozenset()) -> tuple[str, float]:
         """Poll until some node outside `exclude` reports Mode: leader; (name, time.time() seen)."""
@@ -381,47 +304,11 @@ class ZkEnsemble:
         except KeyError:
             raise KeyError(f"unknown node {name!r}; nodes are {self.names}") from None
 
-    def _register_atexit(self) -> None:
-        if not self._atexit_registered:
-            atexit.register(self.stop)
-            self._atexit_registered = True
+    def _pid_of(self, name: str) -> int:
+        return self._node(name).pid  # KeyError for a name that is not a node
 
-    def _verify(self, name: str, pid: int) -> bool:
-        return is_our_java(pid, self.workdir, name)
-
-    def _exists(self, name: str, pid: int) -> bool:
-        """Reap if it is our child; True while the process exists (and is ours)."""
-        proc = self._procs.get(name)
-        if proc is not None and proc.pid == pid:
-            return proc.poll() is None
-        return self._verify(name, pid)
-
-    def _require_pid(self, name: str) -> int:
-        node = self._node(name)
-        if not node.pid or not self._verify(name, node.pid):
-            raise LabError(f"node {name} is not running")
-        return node.pid
-
-    def _wait_gone(self, name: str, pid: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self._exists(name, pid):
-            if time.monotonic() >= deadline:
-                raise LabError(f"node {name} (pid {pid}) did not exit")
-            time.sleep(0.02)
-
-    def _read_pids(self) -> dict[str, dict[str, Any]]:
-        try:
-            return json.loads(self.pids_file.read_text()).get("nodes", {})
-        except (OSError, ValueError):
-            return {}
-
-    def _write_pids(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        nodes = {n: node.to_json() for n, node in self.nodes.items() if node.pid and self._exists(n, node.pid)}
-        tmp = self.pids_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"workdir": str(self.workdir), "nodes": nodes,
-                                   "connect_string": self.connect_string}, indent=2))
-        os.replace(tmp, self.pids_file)
+    def _pids_extra(self) -> dict[str, Any]:
+        return {"connect_string": self.connect_string}
 
 
 def stop_recorded(workdir: Path, grace: float = 10.0) -> list[int]:
@@ -542,27 +429,21 @@ def _hold_lease(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-def _drill(workdir: Path) -> dict[str, Any]:
-    """Start 3 nodes, SIGKILL the leader, then a second node, restart one; timings in seconds."""
-    out: dict[str, Any] = {}
-    zk = ZkEnsemble(workdir)
-    try:
-        t0 = time.time()
-        first = zk.start()
-        out["leader_after_exec_s"] = round(time.time() - t0, 3)
-        t1 = zk.kill(first)
-        second, seen = zk.wait_for_leader(exclude={first})
-        out["new_leader_after_sigkill_s"] = round(seen - t1, 3)
-        zk.kill(second)
-        survivor = next(n for n in zk.names if n not in (first, second))
-        out["survivor_after_second_kill"] = zk.mode(survivor)
-        t2 = time.time()
-        zk.start_node(first, wait=False)
-        zk.wait_for_quorum(60)
-        out["quorum_back_after_restart_s"] = round(time.time() - t2, 3)
-    finally:
-        zk.stop()
-    return out
+def _drill(zk: ZkEnsemble, out: dict[str, Any]) -> None:
+    """Start 3 nodes, SIGKILL the leader, then a second node, restart one; timings (s) into ``out``."""
+    t0 = time.time()
+    first = zk.start()
+    out["leader_after_exec_s"] = round(time.time() - t0, 3)
+    t1 = zk.kill(first)
+    second, seen = zk.wait_for_leader(exclude={first})
+    out["new_leader_after_sigkill_s"] = round(seen - t1, 3)
+    zk.kill(second)
+    survivor = next(n for n in zk.names if n not in (first, second))
+    out["survivor_after_second_kill"] = zk.mode(survivor)
+    t2 = time.time()
+    zk.start_node(first, wait=False)
+    zk.wait_for_quorum(60)
+    out["quorum_back_after_restart_s"] = round(time.time() - t2, 3)
 
 
 def _status_line(name: str, rec: dict, workdir: Path, args) -> str:
@@ -574,14 +455,15 @@ def _status_line(name: str, rec: dict, workdir: Path, args) -> str:
             f"admin=http://127.0.0.1:{rec['admin_port']}/commands")
 
 
-def _start(args, workdir: Path) -> None:
-    zk = ZkEnsemble(workdir, size=args.size)
-    leader = zk.start()
-    zk.detach()
+def _make(args, workdir: Path) -> ZkEnsemble:
+    return ZkEnsemble(workdir, size=args.size)
+
+
+def _report(zk: ZkEnsemble, leader: str) -> Iterator[str]:
     for name, node in zk.nodes.items():
-        print(f"{name}\tpid={node.pid}\tclient={node.endpoint}\tadmin={node.admin_url}"
-              f"{'  (leader)' if name == leader else ''}")
-    print(f"connect string: {zk.connect_string}")
+        yield (f"{name}\tpid={node.pid}\tclient={node.endpoint}\tadmin={node.admin_url}"
+               f"{'  (leader)' if name == leader else ''}")
+    yield f"connect string: {zk.connect_string}"
 
 
 def _arguments(ap) -> None:
@@ -601,7 +483,7 @@ def _hold_lease_command(args, ap) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return run(LabCli(prog="python -m infra.zk_lab", description=__doc__.split("\n")[0], workdir=Path(".lab/zookeeper"),
-                      recorded="nodes", start=_start, drill=_drill, status_line=_status_line, stop=stop_recorded,
+                      recorded="nodes", make=_make, report=_report, drill=_drill, status_line=_status_line, stop=stop_recorded,
                       add_arguments=_arguments, extra={"hold-lease": _hold_lease_command}), argv)
 
 

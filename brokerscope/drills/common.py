@@ -27,6 +27,7 @@ from collectors.gc.tailer import GcTailer
 from collectors.recording import RecordingWriter
 from collectors.scraper import Collector
 from infra.lab import LabError, stomp_send
+from infra.lab_logs import stamped_lines
 from settings import Config, load_config
 
 #: scheduling jitter of the scrape loop on a loaded machine, allowed on top of one scrape interval
@@ -97,18 +98,7 @@ def log_times(log: Path, pattern: str, since: float = 0.0) -> list[float]:
     """Epoch times of the lines of an ActiveMQ log (lab layout: ``ISO8601 UTC | LEVEL | message``)
     whose text matches ``pattern``, at or after ``since``."""
     rx = re.compile(pattern)
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        m = _LOG_TS.match(line)
-        if m and rx.search(line):
-            t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc).timestamp()
-            if t >= since:
-                out.append(t)
-    return out
+    return [t for t, m in stamped_lines(log, _LOG_TS) if t >= since and rx.search(m.string)]
 
 
 def activemq_log(pair, name: str) -> Path:
