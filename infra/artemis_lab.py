@@ -52,8 +52,8 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 
 from infra.artemis.instance import MONITOR_USER, HaSpec, InstanceSpec, create
 from infra.artifacts import artemis_home
-from infra.lab import _stomp_read, _stomp_write, jolokia_request
 from infra.lab_cli import LabCli, run
+from infra.lab_clients import _stomp_read, _stomp_write, jolokia_request
 from infra.lab_logs import stamped_lines
 from infra.processes import (
     LabError,

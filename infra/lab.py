@@ -36,31 +36,28 @@ CLI: ``python -m infra.lab start|stop|status|drill|build-agent --workdir DIR`` (
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import fcntl
-import json
 import os
 import re
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 from xml.sax.saxutils import escape as _xml_escape
 
+from infra.jvm_agents import (  # noqa: F401 (re-exported: tests import them here)
+    JOLOKIA_CORE_JAR,
+    JSON_SIMPLE_JAR,
+    agent_jvm_arg,
+    ballast_jvm_arg,
+    build_agent,
+    build_ballast,
+)
 from infra.lab_cli import LabCli, run
+from infra.lab_clients import jolokia_request, stomp_send
 from infra.lab_logs import tail
-from infra.processes import (  # re-exported: the other labs, tests and drills import them from here
+from infra.processes import (  # LabError, free_port, java_tool, stop_recorded: also imported from here
     LabError,
     LabProcesses,
     free_port,
@@ -95,12 +92,7 @@ STORES = ("shared-kahadb", "separate-kahadb", "jdbc-lease")
 POSTGRESQL_JAR = Path(os.environ.get("BROKERSCOPE_PG_JDBC_JAR", "/usr/share/java/postgresql.jar"))
 
 ACTIVEMQ_HOME = Path(os.environ.get("BROKERSCOPE_ACTIVEMQ_HOME", "/usr/share/activemq"))
-JOLOKIA_CORE_JAR = Path("/usr/share/java/jolokia-core.jar")
-JSON_SIMPLE_JAR = Path("/usr/share/java/json-simple.jar")
-AGENT_SRC_DIR = Path(__file__).resolve().parent / "jolokia_agent"
 TEMPLATE_DIR = Path(__file__).resolve().parent / "activemq"
-AGENT_JAR_NAME = "brokerscope-jolokia-agent.jar"
-AGENT_MAIN_CLASS = "brokerscope.jolokia.JolokiaAgent"
 
 BROKER_MBEAN_PATTERN = "org.apache.activemq:type=Broker,brokerName=*"
 
@@ -121,290 +113,6 @@ _ACTIVEMQ_JDK17_FLAGS = (
     "--add-exports=jdk.xml.dom/org.w3c.dom.html=ALL-UNNAMED",
     "--add-exports=jdk.naming.rmi/com.sun.jndi.url.rmi=ALL-UNNAMED",
 )
-
-
-# --------------------------------------------------------------------------------------------------
-# Jolokia agent build
-# --------------------------------------------------------------------------------------------------
-
-
-def agent_build_dir() -> Path:
-    """``infra/jolokia_agent/build`` (gitignored) or ``$BROKERSCOPE_AGENT_BUILD_DIR``."""
-    override = os.environ.get("BROKERSCOPE_AGENT_BUILD_DIR")
-    return Path(override) if override else AGENT_SRC_DIR / "build"
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _skip_bundled_entry(name: str) -> bool:
-    upper = name.upper()
-    return (
-        name.endswith("/")
-        or upper == "META-INF/MANIFEST.MF"
-        or upper.startswith("META-INF/MAVEN/")
-        or upper.endswith((".SF", ".RSA", ".DSA", ".EC"))
-        or name.endswith("module-info.class")
-    )
-
-
-def build_agent(force: bool = False) -> Path:
-    """Build (if missing or older than its sources/dependencies) and return the agent jar.
-
-    The jar is self-contained: our classes plus the unpacked Debian jolokia-core 1.7.1 and json-simple
-    jars, so it works from any classpath (the javaagent is loaded by the system class loader, which
-    ActiveMQ's own class loader delegates to first). Safe to call concurrently (file lock).
-    """
-    deps = [JOLOKIA_CORE_JAR, JSON_SIMPLE_JAR]
-    missing = [str(d) for d in deps if not d.exists()]
-    if missing:
-        raise LabError(
-            f"missing {missing}: apt-get install libjolokia-core-java libjson-simple-java (infra/setup.sh)"
-        )
-    manifest = (
-        "Manifest-Version: 1.0\n"
-        f"Premain-Class: {AGENT_MAIN_CLASS}\n"
-        f"Agent-Class: {AGENT_MAIN_CLASS}\n"
-        f"Main-Class: {AGENT_MAIN_CLASS}\n"
-        "Implementation-Title: brokerscope read-only Jolokia agent (bundles Debian jolokia-core"
-        " 1.7.1 + json-simple)\n"
-    )
-    return _build_jar(AGENT_SRC_DIR, agent_build_dir() / AGENT_JAR_NAME, manifest, deps, force)
-
-
-BALLAST_SRC_DIR = Path(__file__).resolve().parent / "gc_ballast"
-BALLAST_MAIN_CLASS = "brokerscope.ballast.GcBallast"
-
-
-def build_ballast(force: bool = False) -> Path:
-    """Build (if needed) and return the GC ballast agent jar (``infra/gc_ballast``): ``-javaagent:<jar>=mb=N``
-    gives a JVM a live set of N MiB of small, randomly linked objects (see GcBallast.java)."""
-    manifest = (
-        "Manifest-Version: 1.0\n"
-        f"Premain-Class: {BALLAST_MAIN_CLASS}\n"
-        f"Main-Class: {BALLAST_MAIN_CLASS}\n"
-    )
-    return _build_jar(BALLAST_SRC_DIR, agent_build_dir() / "brokerscope-gc-ballast.jar", manifest, [], force)
-
-
-def ballast_jvm_arg(mb: int) -> str:
-    return f"-javaagent:{build_ballast()}=mb={int(mb)}"
-
-
-def _build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence[Path], force: bool) -> Path:
-    """javac the ``*.java`` of ``src_dir`` against ``deps``, bundle the deps' classes, jar with the manifest.
-
-    Rebuilt only when missing or older than a source or dependency; concurrent callers wait on a file lock.
-    """
-    out_dir = jar_path.parent
-    sources = sorted(src_dir.glob("*.java"))
-    if not sources:
-        raise LabError(f"no Java sources in {src_dir}")
-
-    def up_to_date() -> bool:
-        if force or not jar_path.exists():
-            return False
-        newest = max(p.stat().st_mtime for p in [*sources, *deps])
-        return jar_path.stat().st_mtime >= newest
-
-    if up_to_date():
-        return jar_path
-    with _file_lock(out_dir / ".build.lock"):
-        if up_to_date():  # somebody else built it while we waited
-            return jar_path
-        tmp = Path(tempfile.mkdtemp(prefix="jar-", dir=out_dir))
-        try:
-            classes = tmp / "classes"
-            classes.mkdir()
-            cmd = [java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn", "-d", str(classes)]
-            if deps:
-                cmd += ["-cp", os.pathsep.join(str(d) for d in deps)]
-            res = subprocess.run([*cmd, *map(str, sources)], capture_output=True, text=True)
-            if res.returncode != 0:
-                raise LabError(f"javac failed ({res.returncode}):\n{res.stdout}{res.stderr}")
-            for dep in deps:
-                _unpack_into(dep, classes)
-            manifest = tmp / "MANIFEST.MF"
-            manifest.write_text(manifest_text)
-            tmp_jar = tmp / jar_path.name
-            res = subprocess.run(
-                [java_tool("jar"), "--create", "--file", str(tmp_jar), "--manifest", str(manifest),
-                 "-C", str(classes), "."],
-                capture_output=True, text=True,
-            )
-            if res.returncode != 0:
-                raise LabError(f"jar failed ({res.returncode}):\n{res.stdout}{res.stderr}")
-            os.replace(tmp_jar, jar_path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return jar_path
-
-
-def _unpack_into(dep: Path, classes: Path) -> None:
-    with zipfile.ZipFile(dep) as zf:
-        for info in zf.infolist():
-            if _skip_bundled_entry(info.filename):
-                continue
-            target = classes / info.filename
-            if target.exists():
-                raise LabError(f"bundling conflict: {info.filename} from {dep}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zf.read(info))
-
-
-def agent_jvm_arg(
-    jar: Path,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    path: str = "/jolokia",
-    port_file: Path | None = None,
-    user: str | None = None,
-    password_file: Path | None = None,
-    strict_origin: bool = False,
-    **extra: str,
-) -> str:
-    """``-javaagent:<jar>=...`` for the agent (values must not contain ',')."""
-    opts: dict[str, str] = {"host": host, "port": str(port), "path": path}
-    if port_file is not None:
-        opts["portFile"] = str(port_file)
-    if user is not None:
-        if password_file is None:
-            raise ValueError("user needs password_file")
-        opts["user"] = user
-        opts["passwordFile"] = str(password_file)
-    if strict_origin:
-        opts["strictOrigin"] = "true"
-    opts.update({k: str(v) for k, v in extra.items()})
-    for k, v in opts.items():
-        if "," in v or "," in k:
-            raise ValueError(f"agent option {k}={v!r} must not contain ','")
-    return f"-javaagent:{jar}=" + ",".join(f"{k}={v}" for k, v in opts.items())
-
-
-# --------------------------------------------------------------------------------------------------
-# Minimal Jolokia client (stdlib only; deliberately independent of collectors/)
-# --------------------------------------------------------------------------------------------------
-
-
-def jolokia_request(
-    url: str,
-    body: Any = None,
-    *,
-    get_path: str | None = None,
-    user: str | None = None,
-    password: str | None = None,
-    timeout: float = 2.0,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, Any]:
-    """POST ``body`` (JSON) to ``url`` or GET ``url/get_path``. Returns (HTTP status, parsed JSON or text).
-
-    HTTP errors are returned, not raised; connection problems raise ``OSError``.
-    """
-    hdrs = dict(headers or {})
-    if user is not None:
-        token = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
-        hdrs["Authorization"] = f"Basic {token}"
-    if get_path is not None:
-        req = urllib.request.Request(url.rstrip("/") + "/" + get_path.lstrip("/"), headers=hdrs)
-    else:
-        hdrs.setdefault("Content-Type", "application/json; charset=utf-8")
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=hdrs, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            status, raw = resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        status, raw = exc.code, exc.read()
-    text = raw.decode("utf-8", "replace")
-    try:
-        return status, json.loads(text)
-    except ValueError:
-        return status, text
-
-
-# --------------------------------------------------------------------------------------------------
-# STOMP (stdlib) to put messages on the lab brokers
-# --------------------------------------------------------------------------------------------------
-
-
-def _stomp_write(sock: socket.socket, command: str, headers: dict[str, str], body: bytes = b"") -> None:
-    def esc(v: str) -> str:
-        return v.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c").replace("\r", "\\r")
-
-    head = "".join(f"{esc(k)}:{esc(v)}\n" for k, v in headers.items())
-    sock.sendall(f"{command}\n{head}\n".encode() + body + b"\0")
-
-
-def _stomp_read(sock: socket.socket, buf: bytearray) -> tuple[str, dict[str, str], bytes]:
-    while True:
-        while buf[:1] in (b"\n", b"\r"):  # heart-beats
-            del buf[:1]
-        end = buf.find(b"\0")
-        if end >= 0:
-            frame = bytes(buf[:end])
-            del buf[: end + 1]
-            head, _, body = frame.partition(b"\n\n")
-            lines = head.decode("utf-8", "replace").split("\n")
-            hdrs = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
-            return lines[0].strip(), hdrs, body
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise LabError("STOMP connection closed by broker")
-        buf.extend(chunk)
-
-
-def stomp_send(
-    url: str,
-    destination: str,
-    bodies: Iterable[str],
-    *,
-    persistent: bool = True,
-    headers: dict[str, str] | None = None,
-    timeout: float = 5.0,
-) -> int:
-    """Send text messages over STOMP 1.2 (``url`` = ``BrokerProcess.stomp_url``; only the master listens).
-
-    ``destination`` like ``/queue/BROKERSCOPE.LAB``. Every SEND waits for its RECEIPT, so the messages
-    are stored when this returns. Returns the number of messages sent.
-    """
-    parsed = urllib.parse.urlparse(url)
-    host, port = parsed.hostname or "127.0.0.1", parsed.port
-    if port is None:
-        raise ValueError(f"no port in {url!r}")
-    sent = 0
-    buf = bytearray()
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        _stomp_write(sock, "CONNECT", {"accept-version": "1.2", "host": "localhost", "heart-beat": "0,0"})
-        cmd, hdrs, body = _stomp_read(sock, buf)
-        if cmd != "CONNECTED":
-            raise LabError(f"STOMP CONNECT failed: {cmd} {hdrs} {body[:200]!r}")
-        for body_text in bodies:
-            data = body_text.encode("utf-8")
-            frame_headers = {
-                "destination": destination,
-                "persistent": "true" if persistent else "false",
-                "content-type": "text/plain;charset=utf-8",
-                "content-length": str(len(data)),
-                "receipt": f"m{sent}",
-                **(headers or {}),
-            }
-            _stomp_write(sock, "SEND", frame_headers, data)
-            cmd, hdrs, body = _stomp_read(sock, buf)
-            if cmd != "RECEIPT":
-                raise LabError(f"STOMP SEND failed: {cmd} {hdrs} {body[:200]!r}")
-            sent += 1
-        _stomp_write(sock, "DISCONNECT", {"receipt": "bye"})
-        with contextlib.suppress(OSError, LabError):
-            _stomp_read(sock, buf)
-    return sent
 
 
 # --------------------------------------------------------------------------------------------------
