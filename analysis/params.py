@@ -37,7 +37,7 @@ class AnalysisParams:
 def spine_params(cfg: Config) -> SpineParams:
     skew = cfg.analysis.clock_skew
     return SpineParams(targets={t.name: (t.kind, t.group) for t in cfg.targets},
-                       skew_threshold=skew.threshold if skew.correct else math.inf)
+                       skew_threshold=skew.threshold if skew.correct else math.inf, hole_us=cfg.hole_tolerance() * 1e6)
 
 
 def gc_params(cfg: Config) -> GcParams:
