@@ -50,7 +50,8 @@ def zookeeper_params(cfg: Config) -> ZkParams:
     for t in zk:
         members[ensemble_of(t)] = members.get(ensemble_of(t), 0) + 1
     return ZkParams(targets={t.name: (t.kind, t.group) for t in cfg.targets}, members=members,
-                    options={t.name: t.zookeeper for t in zk if t.zookeeper}, scrape_interval_s=cfg.scrape_interval)
+                    options={t.name: t.zookeeper for t in zk if t.zookeeper}, scrape_interval_s=cfg.scrape_interval,
+                    hole_s=cfg.hole_tolerance())
 
 
 def risk_params(cfg: Config) -> RiskParams:
