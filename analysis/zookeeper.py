@@ -350,13 +350,16 @@ def elections(rounds: pd.DataFrame) -> pd.DataFrame:
     """Leader elections of ONE ensemble: each new (leader, epoch) after an earlier one."""
     r = rounds.sort_values("ts", kind="stable").reset_index(drop=True)
 
-    def leadership(i: int) -> tuple:
-        return r.at[i, "leader"], _nullable(r.at[i, "epoch"])
-
-    out, prev = [], None  # prev: the last round of the current leadership
+    # a round without the leader's epoch (its srvr answer lost) says nothing about the epoch: compare
+    # with the last epoch seen for this leadership; the same leader and epoch again is no election
+    out, prev, epoch = [], None, None  # prev: the last round of the current leadership
     for i in r.index[(r["status"] == "present") & r["leader"].notna()]:
-        if prev is not None and leadership(i) != leadership(prev):
+        e = _nullable(r.at[i, "epoch"])
+        if prev is not None and (r.at[i, "leader"] != r.at[prev, "leader"] or None not in (e, epoch) and e != epoch):
             out.append(election_row(r, prev, i))
+            epoch = e
+        elif e is not None:
+            epoch = e
         prev = i
     return typed_frame(out, ZK_ELECTIONS)
 
