@@ -58,6 +58,9 @@ def failovers_from_sorted(iv: pa.Table, keys: Sequence[str] = ()) -> pa.Table:
         us, null = micros(iv.column(name))
         return us[rows], null[rows]
 
+    def flag(name: str, rows: np.ndarray) -> np.ndarray:
+        return iv.column(name).fill_null(False).to_numpy(zero_copy_only=False)[rows]
+
     def state_is(name: str, rows: np.ndarray, value: str) -> np.ndarray:
         return pc.equal(iv.column(name), value).fill_null(False).to_numpy(zero_copy_only=False)[rows]
 
@@ -88,6 +91,7 @@ def failovers_from_sorted(iv: pa.Table, keys: Sequence[str] = ()) -> pa.Table:
         "outage_lower_s": pa.array(seconds(new_inactive - old_inactive), pa.float64(), mask=no_lower),
         "detection_s": pa.array(seconds(start[cur] - old_unanswered), pa.float64(), mask=no_old_unanswered),
         "overlap": pa.array(overlap, pa.bool_()),
+        "unobserved": pa.array(flag("end_unobserved", prev) | flag("start_unobserved", cur), pa.bool_()),
     }
     return contract_table(columns, FAILOVER_EVENTS)
 

@@ -85,6 +85,18 @@ def iso_times(us: np.ndarray) -> np.ndarray:
     return np.where(frac == 0, whole, np.char.add(np.char.add(whole, "."), np.char.zfill(frac.astype(str), 6)))
 
 
+def hole_before(ts: np.ndarray, key_start: np.ndarray, tolerance: float) -> np.ndarray:
+    """True where an observation follows the previous one of its key by more than `tolerance`
+    (same unit as `ts`): nothing was observed in between, so the state there is unknown — a hole,
+    whatever the rows on either side say. The one rule for holes, wherever intervals are built
+    (role intervals and split brain, ZooKeeper rounds, stuck messages, lag, risks)."""
+    hole = np.zeros(len(ts), dtype=bool)
+    if len(ts) > 1:
+        hole[1:] = np.diff(ts) > tolerance
+    hole[np.asarray(key_start, dtype=bool)] = False
+    return hole
+
+
 def next_position(flags: np.ndarray) -> np.ndarray:
     """For every row, the position of the first row at or after it where `flags` holds (len: none)."""
     pos = np.where(flags, np.arange(len(flags)), len(flags))

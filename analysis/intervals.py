@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from analysis.frames import (STATE_LABELS, arrow_frame, by_group, contract_table, iso_times, key_starts, micros,
-                             next_position, pandas_frame, state_codes, texts, timestamps)
+from analysis.frames import (STATE_LABELS, arrow_frame, by_group, contract_table, hole_before, iso_times, key_starts,
+                             micros, next_position, pandas_frame, state_codes, texts, timestamps)
 from lakehouse.tables import BROKER_STATE, ROLE_INTERVALS
 
 # An uptime-derived JVM start moving forward by more than this means the JVM restarted.
@@ -47,18 +49,21 @@ def restart_segments(run: np.ndarray, jvm_start: np.ndarray) -> np.ndarray:
     return seg_start
 
 
-def intervals_from_sorted(t: pa.Table) -> pa.Table:
+def intervals_from_sorted(t: pa.Table, hole_us: float = math.inf) -> pa.Table:
     """Role intervals of every (group_name, instance) in `t` (ROLE_INPUT columns, rows sorted by
     group_name, instance, ts). Semantics: lakehouse/tables.py ROLE_INTERVALS."""
-    return interval_bounds(t)[0]
+    return interval_bounds(t, hole_us=hole_us)[0]
 
 
-def interval_bounds(t: pa.Table, starts_key: np.ndarray | None = None) -> tuple[pa.Table, dict[str, np.ndarray]]:
+def interval_bounds(t: pa.Table, starts_key: np.ndarray | None = None,
+                    hole_us: float = math.inf) -> tuple[pa.Table, dict[str, np.ndarray]]:
     """intervals_from_sorted, and what the split-brain windows need of each interval: its key's
     index and row range in `t`, its start and end, the neighbouring observations (its own first
     and last active ones where it has none), and the rows' µs times and key indexes.
     `starts_key`: where keys start, when known (else found by comparing names); string columns
-    may be dictionary-encoded."""
+    may be dictionary-encoded. `hole_us`: no observation of an instance for longer than this is
+    a hole (frames.hole_before); an interval runs through it but counts it (`unobserved_s`), and
+    says when its neighbouring observation lies across one."""
     n = t.num_rows
     starts_key = key_starts(t, ["group_name", "instance"]) if starts_key is None else starts_key
     key = np.cumsum(starts_key) - 1
@@ -68,6 +73,8 @@ def interval_bounds(t: pa.Table, starts_key: np.ndarray | None = None) -> tuple[
     state = state_codes(t.column("active"))
     uptime = pc.cast(t.column("uptime_ms"), pa.float64()).to_numpy(zero_copy_only=False)
     jvm_start = (ts // 1000).astype(np.float64) - uptime  # ms; NaN where the uptime is unknown
+    hole = hole_before(ts, starts_key, hole_us)
+    unobserved_before = np.concatenate([[0], np.cumsum(np.where(hole, np.diff(ts, prepend=ts[:1]), 0))])  # µs
 
     active = np.flatnonzero(state == 1)
     if not active.size:
@@ -109,19 +116,23 @@ def interval_bounds(t: pa.Table, starts_key: np.ndarray | None = None) -> tuple[
         "is_open": pa.array((ts[p1] == ts[key_last[k]]) & (state[key_last[k]] == 1)),
         "observations": pa.array(observations, pa.int64()),
         "unanswered_inside": pa.array((p1 - p0 + 1) - observations, pa.int64()),
+        "unobserved_s": pa.array((unobserved_before[p1 + 1] - unobserved_before[p0 + 1]) / 1e6, pa.float64()),
+        "start_unobserved": pa.array(has_prev & hole[p0]),
+        "end_unobserved": pa.array(has_next & hole[nxt]),
     }
     bounds = {"key": k, "key_first": key_first, "key_last": key_last, "start": start_ts, "end": ts[p1],
               "lower": np.where(has_prev, ts[prev], start_ts), "upper": np.where(has_next, ts[nxt], ts[p1]),
-              "ts": ts, "row_key": key}
+              "ts": ts, "row_key": key, "hole": hole}
     return contract_table(columns, ROLE_INTERVALS), bounds
 
 
-def instance_intervals(pdf: pd.DataFrame) -> pd.DataFrame:
+def instance_intervals(pdf: pd.DataFrame, hole_us: float = math.inf) -> pd.DataFrame:
     """Active intervals of ONE instance from its broker_state rows (any order), as pandas."""
     pdf = pdf.sort_values("ts", kind="stable")
-    return pandas_frame(intervals_from_sorted(arrow_frame(pdf, BROKER_STATE, ROLE_INPUT)))
+    return pandas_frame(intervals_from_sorted(arrow_frame(pdf, BROKER_STATE, ROLE_INPUT), hole_us))
 
 
-def role_intervals(broker_state: DataFrame) -> DataFrame:
+def role_intervals(broker_state: DataFrame, hole_us: float = math.inf) -> DataFrame:
     """ROLE_INTERVALS of every instance in broker_state."""
-    return by_group(broker_state, ROLE_INPUT, lambda t, starts: interval_bounds(t, starts)[0], ROLE_INTERVALS.spark_schema())
+    return by_group(broker_state, ROLE_INPUT, lambda t, starts: interval_bounds(t, starts, hole_us)[0],
+                    ROLE_INTERVALS.spark_schema())

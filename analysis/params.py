@@ -37,7 +37,7 @@ class AnalysisParams:
 def spine_params(cfg: Config) -> SpineParams:
     skew = cfg.analysis.clock_skew
     return SpineParams(targets={t.name: (t.kind, t.group) for t in cfg.targets},
-                       skew_threshold=skew.threshold if skew.correct else math.inf)
+                       skew_threshold=skew.threshold if skew.correct else math.inf, hole_us=cfg.hole_tolerance() * 1e6)
 
 
 def gc_params(cfg: Config) -> GcParams:
@@ -50,7 +50,8 @@ def zookeeper_params(cfg: Config) -> ZkParams:
     for t in zk:
         members[ensemble_of(t)] = members.get(ensemble_of(t), 0) + 1
     return ZkParams(targets={t.name: (t.kind, t.group) for t in cfg.targets}, members=members,
-                    options={t.name: t.zookeeper for t in zk if t.zookeeper}, scrape_interval_s=cfg.scrape_interval)
+                    options={t.name: t.zookeeper for t in zk if t.zookeeper}, scrape_interval_s=cfg.scrape_interval,
+                    hole_s=cfg.hole_tolerance())
 
 
 def risk_params(cfg: Config) -> RiskParams:

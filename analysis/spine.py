@@ -51,7 +51,7 @@ SPINE = TableContract(
     doc="role intervals and split-brain windows of one pass over broker_state (gold_spine)",
     columns=(*(replace(c, nullable=True) for c in ROLE_INTERVALS.columns),
              *(replace(c, nullable=True) for c in SPLIT_BRAIN_WINDOWS.columns if c.name in _WINDOW_COLUMNS),
-             ContractColumn("unanswered", pa.int64(), "windows: unanswered scrapes of either side inside the certain window"),
+             ContractColumn("unanswered", pa.int64(), "windows: unanswered scrapes and holes of either side inside the certain window"),
              ContractColumn("_window", pa.bool_(), "true: a split-brain window row")),
 )
 
@@ -115,8 +115,8 @@ def overlapping_from_sorted(iv: pa.Table, at: dict[str, np.ndarray], exclusive: 
 def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], nonexclusive: Sequence[str] = ()) -> pa.Table:
     """Split-brain windows (SPINE rows) of the groups in `t` (SPINE_INPUT columns, whole
     groups, sorted by group, instance, ts) from their intervals `iv` and `at` (interval_bounds).
-    Traffic as window_traffic: unanswered scrapes of either side inside the certain window, counter
-    growth on each side's active observations inside the possible window."""
+    Traffic as window_traffic: unanswered scrapes and holes (at["hole"]) of either side inside the
+    certain window, counter growth on each side's active observations inside the possible window."""
     if not iv.num_rows:
         return SPINE.schema.empty_table()
     exclusive = ~pc.is_in(iv.column("kind"), pa.array(list(nonexclusive), pa.string())).to_numpy(zero_copy_only=False)
@@ -128,6 +128,7 @@ def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], no
     ts, row_key = at["ts"], at["row_key"]
     unreachable = pc.invert(t.column("reachable")).fill_null(False).to_numpy(zero_copy_only=False)
     unanswered_before = np.concatenate([[0], np.cumsum(unreachable)])
+    holes_before = np.concatenate([[0], np.cumsum(at["hole"])])
     counter = t.column("total_enqueued")
     counted = (pc.fill_null(t.column("active"), False).to_numpy(zero_copy_only=False)
                & ~counter.is_null().to_numpy(zero_copy_only=False))
@@ -142,6 +143,8 @@ def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], no
         k = at["key"][side]
         c0, c1 = positions(ts, row_key, k, certain[0], "left"), positions(ts, row_key, k, certain[1], "right")
         unanswered += unanswered_before[c1] - unanswered_before[c0]
+        inner = np.minimum(c0 + 1, c1)  # a hole before row r lies inside when rows r-1 and r both do
+        unanswered += holes_before[c1] - holes_before[inner]
         p0, p1 = positions(ts, row_key, k, possible[0], "left"), positions(ts, row_key, k, possible[1], "right")
         none = counted_before[p1] == counted_before[p0]
         grown = range_reduce(np.maximum, high, p0, p1, info.min) - range_reduce(np.minimum, low, p0, p1, info.max)
@@ -157,20 +160,22 @@ def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], no
     })
 
 
-def spine_from_sorted(t: pa.Table, nonexclusive: Sequence[str] = (), starts_key: np.ndarray | None = None) -> pa.Table:
+def spine_from_sorted(t: pa.Table, nonexclusive: Sequence[str] = (), starts_key: np.ndarray | None = None,
+                      hole_us: float = math.inf) -> pa.Table:
     """Role intervals and split-brain windows of the whole groups in `t` (SPINE_INPUT columns,
     sorted by group_name, instance, ts), as SPINE rows."""
-    iv, at = interval_bounds(t, starts_key)
+    iv, at = interval_bounds(t, starts_key, hole_us)
     intervals = spine_rows(iv.num_rows, {**{name: iv.column(name) for name in iv.column_names},
                                          "_window": pa.array(np.zeros(iv.num_rows, dtype=bool))})
     return pa.concat_tables([intervals, windows_from_sorted(t, iv, at, nonexclusive)])
 
 
-def gold_spine(broker_state: DataFrame, nonexclusive: list[str] | None = None, partitions: int | None = None) -> DataFrame:
+def gold_spine(broker_state: DataFrame, nonexclusive: list[str] | None = None, partitions: int | None = None,
+               hole_us: float = math.inf) -> DataFrame:
     """One pass over broker_state: SPINE rows, role intervals and split-brain windows
     (split them with spine_intervals / spine_windows)."""
     nonexclusive = nonexclusive_kinds() if nonexclusive is None else list(nonexclusive)
-    return by_group(broker_state, SPINE_INPUT, lambda t, starts: spine_from_sorted(t, nonexclusive, starts),
+    return by_group(broker_state, SPINE_INPUT, lambda t, starts: spine_from_sorted(t, nonexclusive, starts, hole_us),
                     SPINE.spark_schema(), partitions)
 
 
@@ -198,16 +203,17 @@ KEY = ["group_name", "instance"]
 GOLD_INPUT = [*ROLE_INPUT, "reachable", "total_enqueued", "store", "node_id"]
 
 
-def run_gold(slh, say, full: bool = False) -> None:
-    """broker_state → role_intervals, failover_events, split_brain_windows, ha_group_checks."""
-    fp = fingerprint(GOLD_JOB, nonexclusive_kinds(), sources=code_sources())
+def run_gold(slh, say, full: bool = False, hole_us: float = math.inf) -> None:
+    """broker_state → role_intervals, failover_events, split_brain_windows, ha_group_checks.
+    `hole_us`: the hole tolerance (frames.hole_before)."""
+    fp = fingerprint(GOLD_JOB, nonexclusive_kinds(), repr(hole_us), sources=code_sources())
     appended = None if full else appended_since(slh, GOLD_JOB, GOLD_TABLES, "broker_state", fp, GOLD_INPUT)
-    if appended is not None and gold_increment(slh, appended, Watermark(GOLD_JOB, appended.version, fp), say):
+    if appended is not None and gold_increment(slh, appended, Watermark(GOLD_JOB, appended.version, fp), say, hole_us):
         return
     state, version = pinned_read(slh, "broker_state", GOLD_INPUT)
     mark = Watermark(GOLD_JOB, version, fp).commit_info()
     say("silver → gold role_intervals (full)")
-    spine = gold_spine(state).cache()  # one pass, while role_intervals is written; the next steps reuse it
+    spine = gold_spine(state, hole_us=hole_us).cache()  # one pass, while role_intervals is written; the next steps reuse it
     intervals = spine_intervals(spine)
     slh.write("role_intervals", intervals, commit_info=mark)
     say("gold failover_events, split_brain_windows, ha_group_checks")
@@ -217,7 +223,7 @@ def run_gold(slh, say, full: bool = False) -> None:
     spine.unpersist()
 
 
-def gold_increment(slh, appended, mark: Watermark, say) -> bool:
+def gold_increment(slh, appended, mark: Watermark, say, hole_us: float = math.inf) -> bool:
     """Bring gold up to date with rows appended to broker_state; False when that would not be exact.
 
     Per (group, instance) with new rows, the role intervals are recomputed from its last stored
@@ -242,7 +248,7 @@ def gold_increment(slh, appended, mark: Watermark, say) -> bool:
     after_anchor = F.unix_micros("ts") >= F.coalesce(F.col("anchor"), F.lit(-(2**63)))
     rows = pruned.join(anchors, KEY).where(after_anchor).drop("anchor", "_affected").unionByName(new)
 
-    recomputed = role_intervals(rows).cache()
+    recomputed = role_intervals(rows, hole_us).cache()
     kept = (slh.read("role_intervals").join(anchors, KEY, "left")
             .where(F.col("_affected").isNull() | (F.unix_micros("start_ts") < F.col("anchor")))
             .drop("anchor", "_affected"))
@@ -264,7 +270,7 @@ def gold_increment(slh, appended, mark: Watermark, say) -> bool:
     slh.write("role_intervals", intervals, commit_info=info)
     slh.write("failover_events", untouched("failover_events").unionByName(failover_events(touched)), commit_info=info)
     slh.write("split_brain_windows", untouched("split_brain_windows").unionByName(unchanged)
-              .unionByName(windows_with_traffic(fresh, window_rows)), commit_info=info)
+              .unionByName(windows_with_traffic(fresh, window_rows, hole_us)), commit_info=info)
     slh.write("ha_group_checks", ha_group_checks(old.unionByName(new)), commit_info=info)
     for df in (recomputed, intervals, pairs):
         df.unpersist()
@@ -334,12 +340,13 @@ def flag_changed_pairs(pairs: DataFrame, recomputed: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True)
 class SpineParams:
-    """The spine's parameters (analysis/params.py): each target's (kind, configured group), and
-    the clock skew at which observations move onto the broker's clock (math.inf: never; see
-    analysis/silver.py run_silver)."""
+    """The spine's parameters (analysis/params.py): each target's (kind, configured group), the
+    clock skew at which observations move onto the broker's clock (math.inf: never; see
+    analysis/silver.py run_silver), and the hole tolerance in µs (frames.hole_before)."""
 
     targets: dict[str, tuple[str, str | None]]
     skew_threshold: float = math.inf
+    hole_us: float = math.inf
 
 
 def run_spine(slh, params: SpineParams, progress=None, full: bool = False) -> dict[str, int]:
@@ -347,5 +354,5 @@ def run_spine(slh, params: SpineParams, progress=None, full: bool = False) -> di
     rows each output table holds afterwards (what a rerun over the same data gives again)."""
     say = progress or (lambda msg: None)
     run_silver(slh, params.targets, say, full=full, skew_threshold=params.skew_threshold)
-    run_gold(slh, say, full=full)
+    run_gold(slh, say, full=full, hole_us=params.hole_us)
     return {t: slh.lakehouse.count(t) for t in (*SILVER_FROM_JOLOKIA, *GOLD_TABLES)}

@@ -3,7 +3,9 @@ traffic each side took."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+import math
+
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from analysis.groups import nonexclusive_kinds
@@ -42,9 +44,10 @@ def window_id() -> Column:
         F.sha2(F.concat_ws("/", "group_name", "instance_a", "instance_b", F.col("certain_start").cast("string")), 256), 1, 32)
 
 
-def window_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
-    """Per window: unanswered scrapes of either side inside the certain window, and the counter
-    growth on each side's *active* observations inside the possible window.
+def window_traffic(pairs: DataFrame, broker_state: DataFrame, hole_us: float = math.inf) -> DataFrame:
+    """Per window: unanswered scrapes and holes (more than `hole_us` without an observation) of
+    either side inside the certain window, and the counter growth on each side's *active*
+    observations inside the possible window.
 
     Each window is split into its two sides so the join with broker_state is an equi-join on
     (group, instance): a broadcast hash join of the windows against one pass over the
@@ -57,29 +60,34 @@ def window_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
         F.col("ts").between(F.col("possible_start"), F.col("possible_end")))
     in_certain = F.col("ts").between(F.col("certain_start"), F.col("certain_end"))
     active = F.coalesce(F.col("active"), F.lit(False))
+    previous = F.lag("ts").over(Window.partitionBy("window_id", "side_a").orderBy("ts"))
+    hole = (previous >= F.col("certain_start")) & (F.unix_micros("ts") - F.unix_micros(previous) > F.lit(hole_us))
+    joined = joined.withColumn("_hole", F.coalesce(in_certain & hole, F.lit(False)))
 
     def growth(side):
         counter = F.when(side & active, F.col("total_enqueued"))
         return (F.max(counter) - F.min(counter)).cast("long")
 
     return joined.groupBy("window_id").agg(
-        F.sum(F.when(in_certain & ~F.col("reachable"), 1).otherwise(0)).alias("unanswered"),
+        (F.sum(F.when(in_certain & ~F.col("reachable"), 1).otherwise(0))
+         + F.sum(F.when(F.col("_hole"), 1).otherwise(0))).alias("unanswered"),
         growth(F.col("side_a")).alias("enqueued_a"),
         growth(~F.col("side_a")).alias("enqueued_b"),
     )
 
 
-def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclusive: list[str] | None = None) -> DataFrame:
+def split_brain_windows(intervals: DataFrame, broker_state: DataFrame, nonexclusive: list[str] | None = None,
+                        hole_us: float = math.inf) -> DataFrame:
     """Overlapping active intervals of two instances of one group, with certainty and traffic.
 
     Traffic = counter growth on each side's *active* observations inside the possible window
     (not what a passive instance loaded from the journal before it took over)."""
-    return windows_with_traffic(overlapping_pairs(intervals, nonexclusive), broker_state)
+    return windows_with_traffic(overlapping_pairs(intervals, nonexclusive), broker_state, hole_us)
 
 
-def windows_with_traffic(pairs: DataFrame, broker_state: DataFrame) -> DataFrame:
+def windows_with_traffic(pairs: DataFrame, broker_state: DataFrame, hole_us: float = math.inf) -> DataFrame:
     """split_brain_windows rows for `pairs` (overlapping_pairs), traffic from `broker_state`."""
-    return window_rows(pairs.join(window_traffic(pairs, broker_state), "window_id", "left"))
+    return window_rows(pairs.join(window_traffic(pairs, broker_state, hole_us), "window_id", "left"))
 
 
 def window_rows(windows: DataFrame) -> DataFrame:

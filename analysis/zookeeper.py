@@ -13,8 +13,10 @@ neighbouring rounds as bounds, and an unanswered server is indeterminate, never 
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Iterator
 
 import numpy as np
@@ -43,6 +45,7 @@ class ZkParams:
     members: dict[str, int] = field(default_factory=dict)  # ensemble → configured servers
     options: dict[str, ZkOptions] = field(default_factory=dict)  # zookeeper target → its `zookeeper:` options
     scrape_interval_s: float = 5.0
+    hole_s: float = math.inf  # no answer from an ensemble for longer than this is a hole (unknown)
 
     def ensemble(self, target: str, stored: str | None) -> str:
         """The config wins over what was stored at collection time (a group can be declared later)."""
@@ -79,12 +82,15 @@ def _envelope(row: dict) -> dict:
             "error": row["error"], "elapsed_ms": row["elapsed_ms"], "obs_key": row["obs_key"]}
 
 
-def _rounds(batches: Iterator[pa.RecordBatch]) -> Iterator[list[dict]]:
-    """Consecutive rows with the same (target, ts) from batches sorted by them (one server's scrape)."""
+def _scrapes(batches: Iterator[pa.RecordBatch], within: timedelta) -> Iterator[list[dict]]:
+    """One server's scrape (srvr, mntr, AdminServer answers) from rows sorted by target and ts: the
+    rows of one target `within` the first one's time, each command once — by time, not by equal
+    stamps (a poller that sends one command after the other stamps each answer)."""
     current: list[dict] = []
     for batch in batches:
         for row in batch.to_pylist():
-            if current and (row["target"], row["ts"]) != (current[0]["target"], current[0]["ts"]):
+            if current and (row["target"] != current[0]["target"] or row["ts"] - current[0]["ts"] > within
+                            or row["request_json"] in {r["request_json"] for r in current}):
                 yield current
                 current = []
             current.append(row)
@@ -108,7 +114,7 @@ def server_states(bronze: DataFrame, params: ZkParams) -> DataFrame:
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out: list[dict] = []
-        for rows in _rounds(batches):
+        for rows in _scrapes(batches, timedelta(seconds=params.scrape_interval_s / 2)):
             out.append(state_rows(rows, params))
             if len(out) >= 2000:  # stream: a day of mntr answers does not fit in memory at once
                 yield pa.RecordBatch.from_pylist(out, schema=ZK_SERVER_STATE.schema)
@@ -157,19 +163,25 @@ def last_election_ms(pdf: pd.DataFrame) -> pd.Series:
     return value.ffill()
 
 
-def round_facts(rows: list[dict], majority: int) -> dict:
+def round_facts(rows: list[dict], voters: int) -> dict:
     """One round of an ensemble from each server's latest row: the quorum status — present: a server
-    serves; election: nobody serves but a majority answers (they are electing a leader); lost: fewer
-    than a majority answers, so no leader can be elected; unknown: no answer — the leader, its epoch,
-    and the voters in quorum (the leader's synced followers + itself, else the servers serving)."""
+    serves; election: nobody serves but a majority answers (they are electing a leader); lost: so
+    many servers are seen down (no answer) that a majority cannot exist even if every server
+    without a recent row were up — evidence, not a missing answer; unknown: no answer, or too few
+    rows to tell — the leader (of the highest epoch), its epoch, and the voters in quorum (the
+    leader's synced followers + itself, else the servers serving)."""
+    majority = voters // 2 + 1
     answering = [r for r in rows if r["reachable"]]
     serving = [r for r in rows if r["state"] in SERVING_STATES]
-    leaders = sorted((r for r in serving if r["state"] == "leader"), key=lambda r: r["instance"])
-    lead = leaders[-1] if leaders else {}
+    leaders = [r for r in serving if r["state"] == "leader"]
+    lead = max(leaders, key=lambda r: (_epoch(r), r["ts"], r["instance"])) if leaders else {}
+    unseen = max(voters - len(rows), 0)
     if serving:
         status = "present"
-    elif answering:
-        status = "election" if len(answering) >= majority else "lost"
+    elif len(answering) >= majority:
+        status = "election"
+    elif rows and len(answering) + unseen < majority:
+        status = "lost"
     else:
         status = "unknown"
     if pd.notna(lead.get("synced_followers")):
@@ -183,34 +195,74 @@ def round_facts(rows: list[dict], majority: int) -> dict:
 
     return {
         "answering": len(answering), "serving": len(serving), "healthy": healthy, "status": status,
-        "leader": ",".join(r["instance"] for r in leaders) or None, "epoch": of_leader("zxid_epoch", int),
+        "leader": lead.get("instance"), "epoch": of_leader("zxid_epoch", int),
         "leader_uptime_ms": of_leader("leader_uptime_ms", int), "leader_election_ms": of_leader("last_election_ms", float),
         "states_json": json.dumps({r["instance"]: r["state"] if r["reachable"] else "unanswered"
                                    for r in sorted(rows, key=lambda r: r["instance"])}),
     }
 
 
-def ensemble_rounds(pdf: pd.DataFrame, members: int = 0) -> pd.DataFrame:
-    """Rounds of ONE ensemble from its zk_server_state rows: at each distinct ts, every server's
-    latest row (older than 3 typical round spacings counts as no answer), read by `round_facts`.
-    Voters: the largest of the configured servers, the servers seen and the reported quorum_size."""
+def _epoch(r: dict) -> int:
+    v = r.get("zxid_epoch")
+    return -1 if v is None or pd.isna(v) else int(v)
+
+
+def round_ids(ts: np.ndarray, instance: np.ndarray, cadence: np.timedelta64) -> np.ndarray:
+    """Rows sorted by ts grouped into scrape rounds by time, whatever their individual stamps (a
+    poller asks the servers one after the other): a round closes when a row comes more than half
+    a cadence after the round's first row, or from a server the round already has."""
+    ids = np.zeros(len(ts), dtype=np.int64)
+    current, first, seen = 0, None, set()
+    for k in range(len(ts)):
+        if first is not None and (ts[k] - first > cadence / 2 or instance[k] in seen):
+            current, first, seen = current + 1, None, set()
+        if first is None:
+            first = ts[k]
+        seen.add(instance[k])
+        ids[k] = current
+    return ids
+
+
+def scrape_cadence(pdf: pd.DataFrame, fallback_s: float) -> np.timedelta64:
+    """The time between two answers of one server (median over all servers), else the configured interval."""
+    steps = pdf.groupby("instance")["ts"].diff().dropna()
+    steps = steps[steps > pd.Timedelta(0)]
+    return (steps.median() if len(steps) else pd.Timedelta(seconds=fallback_s)).to_timedelta64()
+
+
+def unknown_round(ensemble: str, ts, voters: int) -> dict:
+    """A round inside a hole: nothing was observed, so nothing is known."""
+    return {"ensemble": ensemble, "ts": ts, "voters": voters, "answering": 0, "serving": 0, "healthy": 0,
+            "status": "unknown", "leader": None, "epoch": None, "leader_uptime_ms": None, "leader_election_ms": None,
+            "states_json": "{}"}
+
+
+def ensemble_rounds(pdf: pd.DataFrame, members: int = 0, scrape_interval_s: float = 5.0,
+                    hole_s: float = math.inf) -> pd.DataFrame:
+    """Rounds of ONE ensemble from its zk_server_state rows: rows grouped by time on the scrape
+    cadence (round_ids), each round read by `round_facts` from every server's latest row (older
+    than the hole tolerance counts as no row). A stretch of more than `hole_s` with no row at all
+    is a hole: an `unknown` round stands in it. Voters: the largest of the configured servers, the
+    servers seen and the reported quorum_size."""
     pdf = pdf.sort_values(["ts", "instance"], kind="stable").reset_index(drop=True)
     pdf["ts"] = pd.to_datetime(pdf["ts"], utc=True).dt.tz_localize(None)
     pdf["last_election_ms"] = pdf.groupby("instance", group_keys=False)[["elections", "election_time_sum_ms"]] \
         .apply(last_election_ms)
-    times = pdf["ts"].drop_duplicates().to_numpy()
-    spacing = np.median(np.diff(times)) if len(times) > 1 else np.timedelta64(0, "ns")
-    max_age = spacing * 3 if spacing > np.timedelta64(0, "ns") else None
+    ensemble = pdf["ensemble"].iloc[0]
+    pdf["_round"] = round_ids(pdf["ts"].to_numpy(), pdf["instance"].to_numpy(), scrape_cadence(pdf, scrape_interval_s))
+    hole = np.timedelta64(int(min(hole_s, 1e9) * 1e9), "ns")
     quorum_size = pd.to_numeric(pdf["quorum_size"], errors="coerce").max()
     voters = int(max(members, pdf["instance"].nunique(), 0 if pd.isna(quorum_size) else quorum_size))
     latest: dict[str, dict] = {}
     out = []
-    for ts, group in pdf.groupby("ts", sort=True):
+    for _, group in pdf.groupby("_round", sort=True):
+        at = group["ts"].max()  # the round is complete when its last answer is in
+        if out and at - out[-1]["ts"] > hole:
+            out.append(unknown_round(ensemble, out[-1]["ts"] + hole, voters))
         for r in group.to_dict("records"):
             latest[r["instance"]] = r
-        rows = [r for r in latest.values() if max_age is None or ts - r["ts"] <= max_age]
-        out.append({"ensemble": pdf["ensemble"].iloc[0], "ts": ts, "voters": voters,
-                    **round_facts(rows, voters // 2 + 1)})
+        rows = [r for r in latest.values() if at - r["ts"] <= hole]
+        out.append({"ensemble": ensemble, "ts": at, "voters": voters, **round_facts(rows, voters)})
     return pd.DataFrame(out, columns=[n for n, _ in ROUND_COLUMNS])
 
 
@@ -219,7 +271,8 @@ def rounds_of(states: DataFrame, params: ZkParams) -> DataFrame:
             "leader_uptime_ms", "quorum_size", "elections", "election_time_sum_ms"]
 
     def per_ensemble(pdf: pd.DataFrame) -> pd.DataFrame:
-        return ensemble_rounds(pdf, params.members.get(pdf["ensemble"].iloc[0], 0))
+        return ensemble_rounds(pdf, params.members.get(pdf["ensemble"].iloc[0], 0), params.scrape_interval_s,
+                               params.hole_s)
 
     return states.select(*cols).groupBy("ensemble").applyInPandas(per_ensemble, ROUND_SCHEMA)
 
@@ -297,13 +350,16 @@ def elections(rounds: pd.DataFrame) -> pd.DataFrame:
     """Leader elections of ONE ensemble: each new (leader, epoch) after an earlier one."""
     r = rounds.sort_values("ts", kind="stable").reset_index(drop=True)
 
-    def leadership(i: int) -> tuple:
-        return r.at[i, "leader"], _nullable(r.at[i, "epoch"])
-
-    out, prev = [], None  # prev: the last round of the current leadership
+    # a round without the leader's epoch (its srvr answer lost) says nothing about the epoch: compare
+    # with the last epoch seen for this leadership; the same leader and epoch again is no election
+    out, prev, epoch = [], None, None  # prev: the last round of the current leadership
     for i in r.index[(r["status"] == "present") & r["leader"].notna()]:
-        if prev is not None and leadership(i) != leadership(prev):
+        e = _nullable(r.at[i, "epoch"])
+        if prev is not None and (r.at[i, "leader"] != r.at[prev, "leader"] or None not in (e, epoch) and e != epoch):
             out.append(election_row(r, prev, i))
+            epoch = e
+        elif e is not None:
+            epoch = e
         prev = i
     return typed_frame(out, ZK_ELECTIONS)
 

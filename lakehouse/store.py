@@ -691,7 +691,7 @@ def _dedup(tbl: pa.Table, keys: list[str]) -> pa.Table:
     )
     if len(firsts) == tbl.num_rows:
         return tbl
-    return tbl.take(pc.sort_indices(firsts))
+    return tbl.take(firsts.take(pc.sort_indices(firsts)))  # the first row of each key, in batch order
 
 
 def _pyarrow_fs(uri: str, storage_options: dict | None = None):

@@ -302,9 +302,12 @@ ROLE_INTERVALS = TableContract(
     doc=(
         "Maximal intervals in which one instance was observed active (master/live). The interval "
         "runs from its first to its last active observation; scrapes without an answer inside it "
-        "are counted in `unanswered_inside` (the role was held before and after, by the same JVM). "
-        "A restart (uptime going back) ends an interval. Bounds say where the truth lies: the role "
-        "began after `start_lower` and ended before `end_upper` (null: not observed)."
+        "are counted in `unanswered_inside` (the role was held before and after, by the same JVM), and "
+        "holes — stretches with no observation at all for longer than `analysis.hole_tolerance` (a "
+        "collector down, rows lost) — in `unobserved_s`: the role there is unknown. A restart "
+        "(uptime going back) ends an interval. Bounds say where the truth lies: the role began after "
+        "`start_lower` and ended before `end_upper` (null: not observed); `start_unobserved` / "
+        "`end_unobserved` say that bound lies across a hole."
     ),
     columns=(
         _c("interval_id", pa.string(), "stable id: group/instance/first active ts", False),
@@ -321,6 +324,10 @@ ROLE_INTERVALS = TableContract(
         _c("is_open", pa.bool_(), "still active at the last observation of the instance", False),
         _c("observations", pa.int64(), "active observations in the interval", False),
         _c("unanswered_inside", pa.int64(), "scrapes without answer between start_ts and end_ts", False),
+        _c("unobserved_s", pa.float64(), "seconds between start_ts and end_ts inside holes (no observation "
+           "for longer than analysis.hole_tolerance): the role there is unknown", False),
+        _c("start_unobserved", pa.bool_(), "start_lower lies across a hole: the role began somewhere in it", False),
+        _c("end_unobserved", pa.bool_(), "end_upper lies across a hole: the role ended somewhere in it", False),
     ),
     keys=("interval_id",),
     written_by="analysis.spine",
@@ -355,6 +362,8 @@ FAILOVER_EVENTS = TableContract(
         _c("outage_lower_s", pa.float64(), "outage at least this long (s); null when unprovable"),
         _c("detection_s", pa.float64(), "old live's first missed scrape → new live first seen active (s)"),
         _c("overlap", pa.bool_(), "the new live became active before the old one was last seen active (see split_brain_windows)", False),
+        _c("unobserved", pa.bool_(), "the hand-over lies in a hole of the observations (the old live's end or the new "
+           "live's start bounded across it): when it happened is known only to the hole's width", False),
     ),
     keys=("event_id",),
     written_by="analysis.spine",
@@ -367,8 +376,9 @@ SPLIT_BRAIN_WINDOWS = TableContract(
         "Times when two instances of one HA group were both active. `certain_*` is the overlap of "
         "their observed-active spans (both reported active at points around it); `possible_*` "
         "extends it to the neighbouring observations that did not see them active. `certainty` "
-        "is `certain` when neither side had an unanswered scrape inside the overlap, else "
-        "`possible`. A clean failover produces no row."
+        "is `certain` when neither side had an unanswered scrape or a hole in its observations "
+        "(see role_intervals.unobserved_s) inside the overlap, else `possible`: one window either "
+        "way. A clean failover produces no row."
     ),
     columns=(
         _c("window_id", pa.string(), "stable id", False),

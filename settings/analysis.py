@@ -7,6 +7,8 @@ from pydantic import Field, field_validator
 
 from settings.base import Duration, Strict, parse_duration
 
+HOLE_SCRAPES = 3  # the default hole tolerance, in scrape intervals
+
 
 class StuckSettings(Strict):
     """`analysis.stuck`: when messages count as stuck (analysis/stuck.py)."""
@@ -75,3 +77,7 @@ class AnalysisSettings(Strict):
     causes: CauseSettings = Field(default_factory=CauseSettings)
     incidents: IncidentSettings = Field(default_factory=IncidentSettings)
     clock_skew: ClockSkewSettings = Field(default_factory=ClockSkewSettings)
+    # No observation of a target (nor of a ZooKeeper ensemble) for longer than this is a hole: the
+    # state there is unknown, never continuity. Unset: HOLE_SCRAPES × scrape_interval + the longest
+    # target timeout (a scrape that waits out its timeout delays the next one by that much).
+    hole_tolerance: Duration | None = None

@@ -13,7 +13,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from settings.alerts import AlertsConfig
-from settings.analysis import AnalysisSettings
+from settings.analysis import HOLE_SCRAPES, AnalysisSettings
 from settings.base import ConfigError, Duration, Strict
 from settings.dashboard import DashboardSettings
 from settings.gc import GcSettings, GcThresholds
@@ -52,6 +52,12 @@ class Config(Strict):
         """A path from the file, relative to the config file's folder."""
         p = Path(path).expanduser()
         return p if p.is_absolute() or self.source_path is None else self.source_path.parent / p
+
+    def hole_tolerance(self) -> float:
+        """Seconds without an observation that make a hole (`analysis.hole_tolerance`)."""
+        if self.analysis.hole_tolerance is not None:
+            return self.analysis.hole_tolerance
+        return HOLE_SCRAPES * self.scrape_interval + max((t.timeout for t in self.targets), default=0.0)
 
     def gc_log_patterns(self, target: Target) -> list[str]:
         """The target's `gc_logs` globs, relative ones resolved against the config file's folder."""

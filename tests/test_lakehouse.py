@@ -137,6 +137,16 @@ def test_append_new_twice_no_duplicates(lh, strategy):
     assert normalized("broker_state", got).equals(normalized("broker_state", table_of("broker_state", rows)))
 
 
+@pytest.mark.parametrize("strategy", ["antijoin", "merge"])
+def test_append_new_keeps_every_key_when_duplicates_are_interleaved(lh, strategy):
+    """A recording replayed with duplicated lines next to their originals: every distinct row lands
+    once (the first of each key), none is dropped in exchange for a duplicate."""
+    rows = make_rows("bronze_jolokia", 6)
+    batch = [rows[0], rows[0], rows[1], rows[2], rows[1], rows[3], rows[4], rows[4], rows[5]]
+    assert lh._append_new("bronze_jolokia", batch, strategy=strategy) == 6
+    assert sorted(lh.read("bronze_jolokia").column("obs_key").to_pylist()) == sorted(r["obs_key"] for r in rows)
+
+
 def test_append_new_default_and_first_write(lh):
     rows = make_rows("bronze_jolokia", 5)
     assert lh.append_new("bronze_jolokia", rows + rows) == 5  # table created by the first call

@@ -2,11 +2,13 @@
 one shuffle, sorted in Python) gives the rows of the reference steps: intervals per instance in
 pandas (instance_intervals) and windows by a Spark join of the intervals with broker_state."""
 
+import math
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 from analysis.frames import decode_kinds, sort_by_key
 from analysis.intervals import instance_intervals
@@ -57,16 +59,17 @@ def as_rows(df) -> list:
     return sorted((tuple(r) for r in df.collect()), key=repr)
 
 
-def test_gold_spine_equals_the_reference_steps(spark):
+@pytest.mark.parametrize("hole_us", [math.inf, 1_500_000])  # rows 1..3000 ms apart: 1.5 s makes many holes
+def test_gold_spine_equals_the_reference_steps(spark, hole_us):
     for seed in range(4):
         pdf = random_state(seed)
         st = spark.createDataFrame(pdf, BROKER_STATE.spark_schema()).repartition(3)
-        spine = gold_spine(st, nonexclusive=["weblogic"], partitions=2).cache()
+        spine = gold_spine(st, nonexclusive=["weblogic"], partitions=2, hole_us=hole_us).cache()
         got_iv = spine_intervals(spine)
-        expected_iv = pd.concat([instance_intervals(p) for _, p in pdf.groupby(["group_name", "instance"])])
+        expected_iv = pd.concat([instance_intervals(p, hole_us) for _, p in pdf.groupby(["group_name", "instance"])])
         ref_iv = spark.createDataFrame(expected_iv, ROLE_INTERVALS.spark_schema())
         assert as_rows(got_iv) == as_rows(ref_iv), seed
-        ref_windows = windows_with_traffic(overlapping_pairs(ref_iv, ["weblogic"]), st)
+        ref_windows = windows_with_traffic(overlapping_pairs(ref_iv, ["weblogic"]), st, hole_us)
         got, ref = as_rows(spine_windows(spine)), as_rows(ref_windows)
         assert got == ref, seed
         spine.unpersist()

@@ -63,6 +63,49 @@ def test_rounds_tell_an_election_from_a_lost_quorum():
     assert (second.old_leader, second.new_leader, second.cause) == ("b", "b", "quorum lost")  # re-elected, epoch 3
 
 
+def stagger(rows: pd.DataFrame, ms_per_server: int = 7) -> pd.DataFrame:
+    """Each server's answer stamped a few ms after the previous server's (a poller asking one after
+    the other), instead of one stamp per round."""
+    order = {name: i for i, name in enumerate(sorted(rows["instance"].unique()))}
+    out = rows.copy()
+    out["ts"] = [ts + timedelta(milliseconds=ms_per_server * order[i]) for ts, i in zip(rows["ts"], rows["instance"])]
+    return out
+
+
+def test_rounds_come_from_time_not_from_equal_stamps():
+    states = scripted({"a": "LLxxxxxxN", "b": "FFNLLLxxL", "c": "FFNFFNNNF"}, {0: 1, 1: 1, 3: 2, 4: 2, 5: 2, 8: 3})
+    same = ensemble_rounds(states, members=3)
+    staggered = ensemble_rounds(stagger(states), members=3)
+    assert list(staggered["status"]) == list(same["status"]) and list(staggered["leader"]) == list(same["leader"])
+    assert len(elections(staggered)) == len(elections(same)) == 2
+
+
+def test_the_same_leader_and_epoch_again_is_no_election():
+    """Rounds where the leader's epoch is not known (its srvr answer lost) are no new leadership."""
+    states = scripted({"a": "LLLLLL", "b": "FFFFFF", "c": "FFFFFF"}, {0: 4, 1: 4, 3: 4, 5: 4})  # rounds 2, 4: no epoch
+    assert elections(ensemble_rounds(states, members=3)).empty
+
+
+def test_missing_answers_are_no_evidence_of_a_lost_quorum():
+    """One server answers, looking for a leader; the others' answers are missing: unknown, not
+    lost. Two seen down (refused) and one looking: lost."""
+    missing = frame([server(0, "a", "leader", epoch=1, synced=2), server(0, "b", "follower"), server(0, "c", "follower"),
+                     server(9, "b", "not-serving")])
+    rounds = ensemble_rounds(missing, members=3, hole_s=4.0)
+    assert list(rounds["status"]) == ["present", "unknown", "unknown"]  # the hole, then one answer of three
+    down = frame([server(0, "a", "leader", epoch=1, synced=2), server(0, "b", "follower"), server(0, "c", "follower"),
+                  server(1, "a", "unanswered"), server(1, "b", "not-serving"), server(1, "c", "unanswered")])
+    assert list(ensemble_rounds(down, members=3)["status"]) == ["present", "lost"]
+
+
+def test_a_hole_in_the_rounds_is_unknown_not_continuity():
+    rows = [server(s, n, st, epoch=1 if st == "leader" else None, synced=2 if st == "leader" else None)
+            for s in (0, 1, 20, 21) for n, st in (("a", "leader"), ("b", "follower"), ("c", "follower"))]
+    q = quorum_intervals(ensemble_rounds(frame(rows), members=3, scrape_interval_s=1.0, hole_s=4.0))
+    assert [(r.status, r.rounds) for r in q.itertuples()] == [("present", 2), ("unknown", 1), ("present", 2)]
+    assert elections(ensemble_rounds(frame(rows), members=3, hole_s=4.0)).empty  # the same leader after the hole
+
+
 def test_risk_findings_of_an_ensemble():
     rounds = ensemble_rounds(scripted({"a": "LLxxxxxxN", "b": "FFNLLLxxL", "c": "FFNFFNNNF"},
                                       {0: 1, 1: 1, 3: 2, 4: 2, 5: 2, 8: 3}), members=3)
