@@ -11,8 +11,14 @@ setup:
 demo: setup
 	$(PYTHON) -m brokerscope demo
 
+# Two tiers: the tests that start no lab JVM in two workers (a file stays in one worker: its
+# module fixtures are built once), then the lab tests one at a time — two broker pairs, ZooKeeper
+# ensembles or drills at once on two cores starve each other's timing. Exit 1 if either fails.
 test: setup
-	$(PYTHON) -m pytest -q
+	@status=0; \
+	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile || status=1; \
+	$(PYTHON) -m pytest -q -m slow || status=1; \
+	exit $$status
 
 # development loop: everything except the real-JVM drills
 test-fast:

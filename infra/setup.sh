@@ -77,7 +77,7 @@ fi
 # ---------------------------------------------------------------- 3. Python package
 cd "$REPO_ROOT"
 # Installed (editable) from THIS checkout? Ask from / so the current directory cannot answer for it.
-installed_at="$(cd / && "$PYTHON" -c 'import os, brokerscope, pyspark, deltalake, pytest, hypothesis, jsonschema, cryptography, selenium; print(os.path.dirname(os.path.dirname(os.path.abspath(brokerscope.__file__))))' 2>/dev/null || true)"
+installed_at="$(cd / && "$PYTHON" -c 'import os, brokerscope, pyspark, deltalake, pytest, xdist, hypothesis, jsonschema, cryptography, selenium; print(os.path.dirname(os.path.dirname(os.path.abspath(brokerscope.__file__))))' 2>/dev/null || true)"
 if [ "$installed_at" = "$REPO_ROOT" ] && command -v brokerscope >/dev/null 2>&1; then
     say "python package installed from this checkout ($("$PYTHON" --version 2>&1))"
 else
