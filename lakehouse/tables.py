@@ -325,9 +325,9 @@ ROLE_INTERVALS = TableContract(
         _c("observations", pa.int64(), "active observations in the interval", False),
         _c("unanswered_inside", pa.int64(), "scrapes without answer between start_ts and end_ts", False),
         _c("unobserved_s", pa.float64(), "seconds between start_ts and end_ts inside holes (no observation "
-           "for longer than analysis.hole_tolerance): the role there is unknown", False),
-        _c("start_unobserved", pa.bool_(), "start_lower lies across a hole: the role began somewhere in it", False),
-        _c("end_unobserved", pa.bool_(), "end_upper lies across a hole: the role ended somewhere in it", False),
+           "for longer than analysis.hole_tolerance): the role there is unknown; null: not measured"),
+        _c("start_unobserved", pa.bool_(), "start_lower lies across a hole: the role began somewhere in it"),
+        _c("end_unobserved", pa.bool_(), "end_upper lies across a hole: the role ended somewhere in it"),
     ),
     keys=("interval_id",),
     written_by="analysis.spine",
@@ -363,7 +363,7 @@ FAILOVER_EVENTS = TableContract(
         _c("detection_s", pa.float64(), "old live's first missed scrape → new live first seen active (s)"),
         _c("overlap", pa.bool_(), "the new live became active before the old one was last seen active (see split_brain_windows)", False),
         _c("unobserved", pa.bool_(), "the hand-over lies in a hole of the observations (the old live's end or the new "
-           "live's start bounded across it): when it happened is known only to the hole's width", False),
+           "live's start bounded across it): when it happened is known only to the hole's width"),
     ),
     keys=("event_id",),
     written_by="analysis.spine",
