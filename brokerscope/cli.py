@@ -43,10 +43,10 @@ def cmd_collect(args) -> int:
         stats, gc_stats = collect_with_gc(cfg, duration=dur, record=args.record, progress=not args.quiet)
         print(stats.summary())
         print(gc_stats.summary())
-        return 0
+        return 1 if stats.unlanded else 0
     stats = collect(cfg, duration=dur, record=args.record, progress=not args.quiet)
     print(stats.summary())
-    return 0
+    return 1 if stats.unlanded else 0  # rows kept outside bronze: the summary says where
 
 
 def cmd_replay(args) -> int:

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import json
 import os
@@ -21,7 +20,7 @@ from collectors.gc import parse_file
 from collectors.gc.analysis import Thresholds, findings, summarize, summarize_findings
 from collectors.gc.tailer import GcTailer, file_identity
 from collectors.recording import RecordingWriter
-from collectors.scraper import Collector
+from collectors.scraper import Collector, progress_dots, run_until_signalled
 from lakehouse.store import Lakehouse
 from settings import Config, ConfigError, load_config, parse_duration
 
@@ -242,6 +241,7 @@ class SharedRecorder:
 
     def __init__(self, inner):
         self._inner = inner
+        self.path = inner.path  # where the rows are when bronze cannot take them at stop
         self._lock = threading.Lock()
 
     def write(self, env: dict) -> None:
@@ -262,16 +262,14 @@ def collect_with_gc(cfg: Config, duration: float | None, record: str | None, pro
     col = Collector(cfg)
     col.recorder = shared
     if progress:
-        col.on_observation = _progress_dots()
+        col.on_observation = progress_dots()
     stop = threading.Event()
     try:
         with GcTailer(cfg, lakehouse=col.lakehouse, recorder=shared) as tailer:
             thread = threading.Thread(target=tailer.run, args=(stop,), name="gc-tail", daemon=True)
             thread.start()
             try:
-                asyncio.run(col.run(duration))
-            except KeyboardInterrupt:
-                col.flush()
+                run_until_signalled(col, duration)
             finally:
                 stop.set()
                 thread.join()
@@ -281,19 +279,6 @@ def collect_with_gc(cfg: Config, duration: float | None, record: str | None, pro
     if progress:
         sys.stderr.write("\n")
     return col.stats, tailer.stats
-
-
-def _progress_dots():
-    count = {"n": 0}
-
-    def tick(env: dict) -> None:
-        count["n"] += 1
-        sys.stderr.write("." if env["error"] is None else "x")
-        if count["n"] % 80 == 0:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return tick
 
 
 # --- argparse --------------------------------------------------------------------------------------

@@ -252,7 +252,11 @@ class Lakehouse:
         else:
             self.root = os.path.abspath(root_s)
             self.is_local = True
-            os.makedirs(self.root, exist_ok=True)
+            try:
+                os.makedirs(self.root, exist_ok=True)
+            except OSError as e:
+                raise LakehouseError("(every table)", self.root, f"the lakehouse folder cannot be created ({e.strerror or e})",
+                                     "point `lakehouse:` at a folder brokerscope may create and write") from None
         self.storage_options = dict(storage_options) if storage_options else None
 
     def __repr__(self) -> str:

@@ -1,0 +1,176 @@
+"""Hostile and broken inputs (P11): one target can never stop the others, a stop never loses
+rows, and what a target sends never raises out of the collector.
+
+Real servers on 127.0.0.1 (tests/hostile_http.py answers), a real collector, real Delta tables;
+the stop tests send a real SIGTERM to a real `brokerscope collect` process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from collectors.jolokia import JolokiaClient, error_kind_of
+from collectors.recording import read_envelopes
+from collectors.scraper import Collector
+from lakehouse.store import Lakehouse
+from settings import config_from_dict
+from tests.hostile_http import RESPONSE_CLASSES, trickle
+from tests.jolokia_stub import activemq_items, jolokia_stub
+from tests.jolokia_stub import replay as replay_route
+from tests.test_resilience import tiny_fs  # noqa: F401 - the real tmpfs fixture
+
+ROOT = Path(__file__).resolve().parents[1]
+TWO_READS = [{"type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage"},
+             {"type": "read", "mbean": "java.lang:type=Runtime", "attribute": "Uptime"}]
+
+
+async def _bulk(url: str, timeout: float = 2.0):
+    async with JolokiaClient(url, name="evil", retries=0, timeout=timeout) as c:
+        return await c.bulk(TWO_READS)
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    routes = {f"/{k}": v[0] for k, v in RESPONSE_CLASSES.items()} | {"/good": replay_route(activemq_items("amq-a"))}
+    with jolokia_stub(routes) as s:
+        yield s
+
+
+@pytest.mark.parametrize("case", [k for k, v in RESPONSE_CLASSES.items() if v[1]])
+def test_every_failing_answer_class_is_an_exchange_error_never_an_exception(hostile, case):
+    t0 = time.monotonic()
+    ex = asyncio.run(_bulk(hostile.url(f"/{case}")))
+    took = time.monotonic() - t0
+    assert not ex.ok and ex.error.startswith("evil: "), ex.error
+    assert ex.error_kind == RESPONSE_CLASSES[case][1], ex.error
+    assert error_kind_of(ex.error) == ex.error_kind  # a recording keeps only the text
+    assert took < 2.0 + 1.0, f"{case} took {took:.1f}s for a 2 s exchange timeout"
+
+
+def test_trickled_answer_ends_at_the_total_deadline(hostile):
+    """A byte every 0.5 s: every read is quick, so only a deadline for the whole exchange ends it."""
+    t0 = time.monotonic()
+    ex = asyncio.run(_bulk(hostile.url("/trickle"), timeout=1.5))
+    took = time.monotonic() - t0
+    assert ex.error_kind == "timeout" and "whole exchange" in ex.error and "1.5s" in ex.error
+    assert 1.4 < took < 2.5, took
+
+
+def test_redirect_says_it_was_a_redirect_and_where(hostile):
+    ex = asyncio.run(_bulk(hostile.url("/redirect-302")))
+    assert "HTTP 302 redirect to 'http://127.0.0.1:1/elsewhere'" in ex.error and "final address" in ex.error
+
+
+def test_unknown_charset_is_read_as_utf8(hostile):
+    ex = asyncio.run(_bulk(hostile.url("/unknown-charset")))
+    assert ex.error_kind == "http" and "0 items for 2 requests" in ex.error  # the body was read, not raised on
+
+
+def test_every_response_class_beside_a_healthy_target_in_one_running_collector(hostile, tmp_path):
+    """The whole catalogue at once, one target per class, in one collector: the healthy target
+    lands every scrape answered, every hostile one lands error rows or answered rows, none raises."""
+    targets = [{"name": "healthy", "kind": "activemq", "url": hostile.url("/good"), "group": "g"}]
+    targets += [{"name": f"h-{k}", "kind": "activemq", "url": hostile.url(f"/{k}"), "group": "g"} for k in RESPONSE_CLASSES]
+    cfg = config_from_dict({"lakehouse": str(tmp_path / "lh"), "scrape_interval": "1s", "flush_interval": "500ms",
+                            "targets": targets})
+    col = Collector(cfg, record=str(tmp_path / "rec.jsonl"))
+    t0 = time.monotonic()
+    stats = asyncio.run(col.run(duration=3.2))
+    took = time.monotonic() - t0
+    assert took < 3.2 + 2.5, f"the run took {took:.1f}s for --duration 3.2s (a target held it up)"
+    rows = Lakehouse(tmp_path / "lh").read("bronze_jolokia").to_pylist()
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["target"], []).append(r)
+    healthy = by["healthy"]
+    assert len(healthy) >= 3 and sum(r["error"] is None for r in healthy) >= 3
+    for k, (_route, kind) in RESPONSE_CLASSES.items():
+        got = by.get(f"h-{k}", [])
+        assert got, f"{k}: no row at all"
+        if kind is not None:
+            assert all(r["error_kind"] in (kind, "timeout") for r in got), (k, {r["error"] for r in got})
+    assert len(rows) == sum(s.scrapes for s in stats.targets.values()) == len(list(read_envelopes(tmp_path / "rec.jsonl")))
+
+
+# --- stops that keep data: a real SIGTERM to a real `brokerscope collect` --------------------------
+
+
+def _collect_proc(tmp_path: Path, targets: list[dict], extra: list[str] = (), lakehouse: Path | None = None,
+                  flush: str = "30s") -> subprocess.Popen:
+    cfg = {"lakehouse": str(lakehouse or tmp_path / "lh"), "scrape_interval": "200ms", "flush_interval": flush,
+           "targets": targets}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    return subprocess.Popen([sys.executable, "-m", "brokerscope", "collect", "-c", str(tmp_path / "c.yaml"), "-q", *extra],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _wait_for_scrapes(proc: subprocess.Popen, seconds: float) -> None:
+    time.sleep(seconds)
+    assert proc.poll() is None, proc.communicate()
+
+
+@pytest.mark.slow
+def test_sigterm_lands_the_unflushed_batch_within_a_bound(tmp_path):
+    """flush_interval 30 s: nothing is committed before the SIGTERM; after it, every scrape is."""
+    with jolokia_stub({"/good": replay_route(activemq_items("amq-a")), "/slow": trickle()}) as stub:
+        targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"},
+                   {"name": "amq-slow", "kind": "activemq", "url": stub.url("/slow"), "group": "g", "timeout": "20s"}]
+        proc = _collect_proc(tmp_path, targets, ["--record", str(tmp_path / "rec.jsonl")])
+        _wait_for_scrapes(proc, 4.0)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        stop_s = time.monotonic() - sent
+    assert proc.returncode == 0, err
+    assert "SIGTERM: stopping" in err
+    keys = Lakehouse(tmp_path / "lh").read("bronze_jolokia").column("obs_key").to_pylist()
+    recorded = [e for e in read_envelopes(tmp_path / "rec.jsonl")]
+    assert len(keys) == len(recorded) and len(keys) >= 5
+    assert stop_s < 5.0, f"stopping took {stop_s:.1f}s"
+
+
+@pytest.mark.slow
+def test_sigint_on_a_read_only_lakehouse_without_recording_spills_a_replayable_file(tmp_path, tiny_fs):
+    """The lakehouse's mount turns read-only before the first commit: at the stop the rows go to a
+    spill recording (beside the lakehouse is read-only too, so the working folder), the exit says
+    where and fails, and replaying the file lands every row once."""
+    with jolokia_stub({"/good": replay_route(activemq_items("amq-a"))}) as stub:
+        targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"}]
+        proc = _collect_proc(tmp_path, targets, lakehouse=tiny_fs / "lh")
+        _wait_for_scrapes(proc, 2.0)
+        subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)
+        _wait_for_scrapes(proc, 1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, (out, err)
+    spills = sorted(tmp_path.glob("brokerscope-spill-bronze_jolokia-*.jsonl"))
+    assert len(spills) == 1, (out, err)
+    assert f"they are in the spill recording {spills[0]}" in out and "brokerscope replay" in out and "read-only" in out
+    envs = list(read_envelopes(spills[0]))
+    assert len(envs) >= 10 and all(e["target"] == "amq-a" for e in envs)
+    from collectors.replay import replay
+
+    cfg = config_from_dict({"lakehouse": str(tmp_path / "lh2"), "targets": targets})
+    assert replay(cfg, spills[0], progress=False).new_rows == len(envs)
+    assert replay(cfg, spills[0], progress=False).new_rows == 0  # the same keys as live rows: never twice
+    print(json.dumps({"spilled_rows": len(envs)}))
+
+
+def test_a_lakehouse_path_that_cannot_be_a_folder_is_one_clear_error(tmp_path):
+    (tmp_path / "blocked").write_text("a file")
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"lakehouse": "blocked/lh", "targets": [
+        {"name": "a", "kind": "activemq", "url": "http://127.0.0.1:1/j"}]}))
+    r = subprocess.run([sys.executable, "-m", "brokerscope", "collect", "-c", str(tmp_path / "c.yaml"), "--duration", "1s"],
+                       capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "the lakehouse folder cannot be created (Not a directory)" in r.stderr and "point `lakehouse:`" in r.stderr
