@@ -11,7 +11,7 @@ import socket
 import time
 from http.server import BaseHTTPRequestHandler
 
-from tests.jolokia_stub import Route, fixed, huge, send
+from tests.jolokia_stub import Route, activemq_items, fixed, huge, replay, send
 
 
 def raw(status: int, headers: dict[str, str], body: bytes) -> Route:
@@ -69,8 +69,17 @@ def close_after_headers() -> Route:
     return route
 
 
-def _item(value) -> callable:
-    return lambda r: {"request": r, "status": 200, "value": value, "timestamp": int(time.time())}
+def _poison(value, attrs: dict):
+    """`value` with every attribute named in `attrs` (at any depth) replaced by its poison."""
+    if isinstance(value, dict):
+        return {k: attrs[k] if k in attrs else _poison(v, attrs) for k, v in value.items()}
+    return value
+
+
+def poisoned(attrs: dict) -> Route:
+    """The captured ActiveMQ master's answer with attributes replaced by what a broken broker sends."""
+    items = [{**i, "value": _poison(i.get("value"), attrs)} for i in activemq_items("amq-a")]
+    return replay(items)
 
 
 RESPONSE_CLASSES: dict[str, tuple[Route, str | None]] = {
@@ -93,9 +102,11 @@ RESPONSE_CLASSES: dict[str, tuple[Route, str | None]] = {
     # answered arrays with wrong items: the scrape is answered, the items are facts to check
     "items-not-objects": (per_request(lambda r: "x"), None),
     "status-as-string": (per_request(lambda r: {"request": r, "status": "200", "value": {"Slave": False}}), None),
-    "values-infinite": (per_request(_item(float("inf"))), None),
-    "values-huge-int": (per_request(_item(2**64 + 1)), None),
-    "values-wrong-type": (per_request(_item({"BrokerName": 42, "BrokerId": ["x"], "Slave": "maybe",
-                                             "TotalMessageCount": 2**63, "MemoryPercentUsage": -float("inf")})), None),
-    "values-control-chars": (per_request(_item({"BrokerName": "amq\x1b[2J\x07\rfake", "Slave": False})), None),
+    "values-infinite": (poisoned({"TotalMessageCount": float("inf"), "MemoryPercentUsage": -float("inf"),
+                                  "QueueSize": float("nan")}), None),
+    "values-huge-int": (poisoned({"TotalMessageCount": 2**63, "QueueSize": 2**64 + 1, "UptimeMillis": -(2**70)}), None),
+    "values-wrong-type": (poisoned({"BrokerName": 42, "BrokerId": ["x"], "Slave": "maybe", "Name": {"a": 1},
+                                    "EnqueueCount": "12x"}), None),
+    "values-bad-unicode": (poisoned({"BrokerName": "amq-\ud800-x"}), None),
+    "values-control-chars": (poisoned({"BrokerName": "amq\x1b[2J\x07\rfake", "Name": "kahadb\x1b]0;owned\x07"}), None),
 }
