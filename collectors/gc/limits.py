@@ -44,9 +44,10 @@ class BoundedLines(io.TextIOBase):
 
     def _chunks(self) -> Iterator[bytes]:
         read = 0
+        read1 = getattr(self._raw, "read1", self._raw.read)  # read1: what decompressed before damage is not lost
         while True:
             try:
-                chunk = self._raw.read(CHUNK)
+                chunk = read1(CHUNK)
             except (EOFError, zlib.error, OSError) as e:  # gzip.BadGzipFile is an OSError
                 _damage[self._path] = (f"the archive is damaged or cut short after {read:,} bytes "
                                        f"({type(e).__name__}: {e}); the lines before the damage were read")
