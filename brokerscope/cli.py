@@ -88,11 +88,22 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+SPINE_TABLES = ("role_intervals", "failover_events", "split_brain_windows")  # written together by the spine job
+
+
 def cmd_timeline(args) -> int:
 
     cfg = _load(args)
     lh = Lakehouse(cfg.lakehouse_root())
-    if not lh.exists("role_intervals") and not lh.exists("gc_findings"):
+    spine = [n for n in SPINE_TABLES if lh.exists(n)]
+    if not spine and not lh.exists("gc_findings") or 0 < len(spine) < len(SPINE_TABLES):
+        present = [t.name for t in TABLES.values() if t.layer == "gold" and lh.exists(t.name)]
+        if present:  # analysed before: a gold table was deleted or moved, an empty timeline would lie
+            gone = [n for n in SPINE_TABLES if n not in spine]
+            print(f"gold table(s) {', '.join(gone)} missing under {cfg.lakehouse_root()} while {len(present)} other gold "
+                  f"table(s) exist (deleted or moved?); rebuild them with `brokerscope analyze --full --config {args.config}`",
+                  file=sys.stderr)
+            return 2
         print(f"no gold tables under {cfg.lakehouse_root()} yet; run `brokerscope analyze --config {args.config}` first", file=sys.stderr)
         return 1
     entries = build_timeline(

@@ -174,3 +174,57 @@ def test_a_lakehouse_path_that_cannot_be_a_folder_is_one_clear_error(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "the lakehouse folder cannot be created (Not a directory)" in r.stderr and "point `lakehouse:`" in r.stderr
+
+
+# --- configuration: secrets typed where a name belongs, configs too large to hold -------------------
+
+
+@pytest.mark.parametrize("section", ["target", "dashboard", "alert-receiver"])
+def test_a_password_typed_into_password_env_is_never_echoed(section, tmp_path):
+    from settings import ConfigError
+
+    secret = "Hunter2!s3cr3t"
+    data = {"lakehouse": str(tmp_path), "targets": [{"name": "a", "kind": "activemq", "url": "http://127.0.0.1:1/j"}]}
+    if section == "target":
+        data["targets"][0] |= {"username": "u", "password_env": secret}
+    elif section == "dashboard":
+        data["dashboard"] = {"auth": {"mode": "basic", "password_env": secret}}
+    else:
+        data["alerts"] = {"receivers": [{"name": "w", "type": "webhook", "url": "http://127.0.0.1:1/h",
+                                         "basic_auth": {"username": "u", "password_env": secret}}]}
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(data)
+    assert secret not in str(e.value) and "not hold the secret itself" in str(e.value), str(e.value)
+
+
+def test_a_lowercase_password_env_that_is_not_set_is_not_echoed(monkeypatch):
+    from settings import ConfigError
+
+    cfg = config_from_dict({"lakehouse": "/tmp/x", "targets": [{"name": "a", "kind": "activemq", "url": "http://127.0.0.1:1/j",
+                                                                 "username": "u", "password_env": "hunter2"}]})
+    with pytest.raises(ConfigError) as e:
+        cfg.targets[0].password()
+    assert "hunter2" not in str(e.value) and "may be the secret itself" in str(e.value)
+    monkeypatch.delenv("BROKER_PW", raising=False)
+    cfg = config_from_dict({"lakehouse": "/tmp/x", "targets": [{"name": "a", "kind": "activemq", "url": "http://127.0.0.1:1/j",
+                                                                 "username": "u", "password_env": "BROKER_PW"}]})
+    with pytest.raises(ConfigError, match="environment variable BROKER_PW"):
+        cfg.targets[0].password()
+
+
+def test_a_100000_target_config_is_refused_quickly_and_says_how_to_split(tmp_path):
+    import tracemalloc
+
+    from settings import ConfigError
+
+    targets = [{"name": f"t{i}", "kind": "activemq", "url": f"http://127.0.0.1:{1 + i % 60000}/j"} for i in range(100_000)]
+    tracemalloc.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(ConfigError) as e:
+            config_from_dict({"lakehouse": str(tmp_path), "targets": targets})
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "100,000 targets; one collector takes at most 10,000" in str(e.value) and "Split the targets" in str(e.value)
+    assert time.monotonic() - t0 < 1.0 and peak < 1 << 20

@@ -51,7 +51,9 @@ def poisoned_lakehouse(tmp_path_factory):
     root = tmp_path_factory.mktemp("poisoned") / "lh"
     routes = {f"/{k}": RESPONSE_CLASSES[k][0] for k in POISONED} | {"/good": replay_route(activemq_items("amq-a"))}
     targets = [{"name": "healthy", "kind": "activemq", "url": "/good", "group": "g-ok"}]
-    targets += [{"name": f"h-{k}", "kind": "activemq", "url": f"/{k}", "group": f"g-{k}"} for k in POISONED]
+    # no group for the control-characters target: its (hostile) store name becomes the group's name
+    targets += [{"name": f"h-{k}", "kind": "activemq", "url": f"/{k}"} | ({} if "control" in k else {"group": f"g-{k}"})
+                for k in POISONED]
     with jolokia_stub(routes) as stub:
         for t in targets:
             t["url"] = stub.url(t["url"])
@@ -93,7 +95,7 @@ def test_poisoned_answers_convert_with_the_bad_values_set_aside_and_named(poison
 
 
 @pytest.mark.slow
-def test_analysis_of_a_poisoned_lakehouse_completes_for_every_target(poisoned_lakehouse, spark):
+def test_analysis_of_a_poisoned_lakehouse_completes_for_every_target(poisoned_lakehouse, spark, tmp_path, capsys):
     from analysis.runner import analyze
 
     counts = analyze(poisoned_lakehouse, spark=spark, progress=lambda m: None)
@@ -104,3 +106,15 @@ def test_analysis_of_a_poisoned_lakehouse_completes_for_every_target(poisoned_la
     health = lh.read("collector_health", columns=["target", "values_quarantined"]).to_pylist()
     assert sum(r["values_quarantined"] or 0 for r in health if r["target"] == "h-values-wrong-type") > 0
     assert counts["broker_state"] > 0
+    # the store name with ESC/BEL reaches the terminal only escaped, through the real CLI
+    import yaml
+
+    from brokerscope.cli import main
+
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump({"lakehouse": poisoned_lakehouse.lakehouse_root(), "targets": [
+        {"name": t.name, "kind": t.kind, "url": t.url} | ({"group": t.group} if t.group else {}) for t in poisoned_lakehouse.targets]}))
+    assert main(["timeline", "--config", str(cfg_file)]) == 0
+    out = capsys.readouterr().out
+    assert "group kahadb\\x1b]0;owned\\x07" in out, out
+    assert not any(c in out for c in "\x1b\x07\r"), repr(out)
