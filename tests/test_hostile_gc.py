@@ -112,3 +112,10 @@ def test_crlf_archive_reads_like_text_mode(tmp_path):
     p.write_bytes(gzip.compress(good_log(3).replace(b"\n", b"\r\n")))
     with open_log(p) as fh:
         assert [line.endswith("ms\n") for line in fh] == [True, True, True]
+
+
+def test_a_damaged_zip_is_one_clear_error(tmp_path):
+    p = tmp_path / "gc.log.zip"
+    p.write_bytes(b"PK\x03\x04" + os.urandom(200))
+    r, _took, _peak = gc_report(p)
+    assert r.returncode == 2 and "damaged zip archive" in r.stderr and "Traceback" not in r.stderr, r.stderr

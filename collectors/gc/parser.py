@@ -33,7 +33,7 @@ from typing import IO, Iterable, Iterator, Optional, Union
 
 from ._common import EVENT, IGNORED, UNKNOWN
 from ._legacy import LegacyHandler
-from .limits import MAX_RATIO, MIN_BUDGET_BYTES, BoundedLines
+from .limits import MAX_RATIO, MIN_BUDGET_BYTES, BoundedLines, GcInputError
 from ._unified import UnifiedHandler
 from .model import GcEvent, ParseStats, drop_implausible
 
@@ -204,7 +204,10 @@ def open_log(path: PathLike) -> IO[str]:
     if magic[:2] == b"\x1f\x8b":
         return BoundedLines(gzip.open(p, "rb"), p, budget=max(MIN_BUDGET_BYTES, MAX_RATIO * os.path.getsize(p)))
     if magic == b"PK\x03\x04":
-        zf = zipfile.ZipFile(p)
+        try:
+            zf = zipfile.ZipFile(p)
+        except zipfile.BadZipFile as e:
+            raise GcInputError(f"GC log {p}: damaged zip archive ({e}); unzip what you can and give the plain file") from None
         names = [n for n in zf.namelist() if not n.endswith("/")]
         if not names:
             raise ValueError(f"empty zip archive: {p}")
