@@ -11,7 +11,7 @@ import socket
 import time
 from http.server import BaseHTTPRequestHandler
 
-from tests.jolokia_stub import Route, activemq_items, fixed, huge, replay, send
+from tests.jolokia_stub import FIXTURES, Route, fixed, huge, replay, send
 
 
 def raw(status: int, headers: dict[str, str], body: bytes) -> Route:
@@ -76,10 +76,10 @@ def _poison(value, attrs: dict):
     return value
 
 
-def poisoned(attrs: dict) -> Route:
-    """The captured ActiveMQ master's answer with attributes replaced by what a broken broker sends."""
-    items = [{**i, "value": _poison(i.get("value"), attrs)} for i in activemq_items("amq-a")]
-    return replay(items)
+def poisoned(attrs: dict, capture: str = "activemq_bulk_master_slave.json") -> Route:
+    """A captured ActiveMQ master's answer with attributes replaced by what a broken broker sends."""
+    captured = json.loads((FIXTURES / capture).read_text())["amq-a"]
+    return replay([{**i, "value": _poison(i.get("value"), attrs)} for i in captured])
 
 
 RESPONSE_CLASSES: dict[str, tuple[Route, str | None]] = {
@@ -108,5 +108,7 @@ RESPONSE_CLASSES: dict[str, tuple[Route, str | None]] = {
     "values-wrong-type": (poisoned({"BrokerName": 42, "BrokerId": ["x"], "Slave": "maybe", "Name": {"a": 1},
                                     "EnqueueCount": "12x"}), None),
     "values-bad-unicode": (poisoned({"BrokerName": "amq-\ud800-x"}), None),
-    "values-control-chars": (poisoned({"BrokerName": "amq\x1b[2J\x07\rfake", "Name": "kahadb\x1b]0;owned\x07"}), None),
+    # the store's Name becomes the HA group's name when none is configured: shown by timeline
+    "values-control-chars": (poisoned({"BrokerName": "amq\x1b[2J\x07\rfake", "Name": "kahadb\x1b]0;owned\x07"},
+                                      "activemq_topics_health_store.json"), None),
 }

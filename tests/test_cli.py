@@ -6,6 +6,7 @@ from pathlib import Path
 import yaml
 
 from brokerscope.cli import main
+from lakehouse.store import Lakehouse
 
 FIX = Path(__file__).parent / "fixtures"
 
