@@ -106,19 +106,26 @@ def test_every_response_class_beside_a_healthy_target_in_one_running_collector(h
 # --- stops that keep data: a real SIGTERM to a real `brokerscope collect` --------------------------
 
 
-def _collect_proc(tmp_path: Path, targets: list[dict], extra: list[str] = (), lakehouse: Path | None = None,
-                  flush: str = "30s") -> subprocess.Popen:
-    cfg = {"lakehouse": str(lakehouse or tmp_path / "lh"), "scrape_interval": "200ms", "flush_interval": flush,
+def _brokerscope(tmp_path: Path, targets: list[dict], *args: str, lakehouse: Path | None = None, flush: str = "30s",
+                 interval: str = "200ms") -> subprocess.Popen:
+    """A real `brokerscope <args>` process on a config of `targets` (written to tmp_path/c.yaml)."""
+    cfg = {"lakehouse": str(lakehouse or tmp_path / "lh"), "scrape_interval": interval, "flush_interval": flush,
            "targets": targets}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    return subprocess.Popen([sys.executable, "-m", "brokerscope", "collect", "-c", str(tmp_path / "c.yaml"), "-q", *extra],
+    command, *rest = args
+    return subprocess.Popen([sys.executable, "-m", "brokerscope", command, "-c", str(tmp_path / "c.yaml"), *rest],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def _wait_for_scrapes(proc: subprocess.Popen, seconds: float) -> None:
+def _signal_after(proc: subprocess.Popen, seconds: float, sig: int = signal.SIGTERM) -> tuple[str, str, float]:
+    """Let it scrape `seconds`, send `sig`; (stdout, stderr, seconds from the signal to the exit)."""
     time.sleep(seconds)
     assert proc.poll() is None, proc.communicate()
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    return out, err, time.monotonic() - sent
 
 
 @pytest.mark.slow
@@ -127,12 +134,8 @@ def test_sigterm_lands_the_unflushed_batch_within_a_bound(tmp_path):
     with jolokia_stub({"/good": replay_route(activemq_items("amq-a")), "/slow": trickle()}) as stub:
         targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"},
                    {"name": "amq-slow", "kind": "activemq", "url": stub.url("/slow"), "group": "g", "timeout": "20s"}]
-        proc = _collect_proc(tmp_path, targets, ["--record", str(tmp_path / "rec.jsonl")])
-        _wait_for_scrapes(proc, 4.0)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=20)
-        stop_s = time.monotonic() - sent
+        proc = _brokerscope(tmp_path, targets, "collect", "-q", "--record", str(tmp_path / "rec.jsonl"))
+        _out, err, stop_s = _signal_after(proc, 4.0)
     assert proc.returncode == 0, err
     assert "SIGTERM: stopping" in err
     keys = Lakehouse(tmp_path / "lh").read("bronze_jolokia").column("obs_key").to_pylist()
@@ -149,16 +152,8 @@ def test_sigterm_stops_brokerscope_run_promptly_beside_a_trickling_target(tmp_pa
     with jolokia_stub({"/good": replay_route(activemq_items("amq-a")), "/slow": trickle(every_s=0.2)}) as stub:
         targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"},
                    {"name": "amq-slow", "kind": "activemq", "url": stub.url("/slow"), "group": "g", "timeout": "30s"}]
-        cfg = {"lakehouse": str(tmp_path / "lh"), "scrape_interval": "5s", "flush_interval": "30s", "targets": targets}
-        (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-        proc = subprocess.Popen([sys.executable, "-m", "brokerscope", "run", "-c", str(tmp_path / "c.yaml"), "--no-metrics",
-                                 "--no-analysis"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)})
-        _wait_for_scrapes(proc, 4.0)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=30)
-        stop_s = time.monotonic() - sent
+        proc = _brokerscope(tmp_path, targets, "run", "--no-metrics", "--no-analysis", interval="5s")
+        _out, err, stop_s = _signal_after(proc, 4.0)
     assert proc.returncode == 0, err
     rows = Lakehouse(tmp_path / "lh").read("bronze_jolokia").to_pylist()
     scrapes = {m.group(1): int(m.group(2)) for m in re.finditer(r"(amq-[a-z]+): (\d+) scrapes", err)}
@@ -174,12 +169,10 @@ def test_sigint_on_a_read_only_lakehouse_without_recording_spills_a_replayable_f
     where and fails, and replaying the file lands every row once."""
     with jolokia_stub({"/good": replay_route(activemq_items("amq-a"))}) as stub:
         targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"}]
-        proc = _collect_proc(tmp_path, targets, lakehouse=tiny_fs / "lh")
-        _wait_for_scrapes(proc, 2.0)
+        proc = _brokerscope(tmp_path, targets, "collect", "-q", lakehouse=tiny_fs / "lh")
+        time.sleep(2.0)
         subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)
-        _wait_for_scrapes(proc, 1.0)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err, _stop_s = _signal_after(proc, 1.0, signal.SIGINT)
     assert proc.returncode == 1, (out, err)
     spills = sorted(tmp_path.glob("brokerscope-spill-bronze_jolokia-*.jsonl"))
     assert len(spills) == 1, (out, err)
