@@ -55,7 +55,7 @@ class Stopping(Exception):
 
 def say(msg: str) -> None:
     """A progress line with a UTC time stamp (as the demo prints)."""
-    print(f"[{datetime.now(timezone.utc):%H:%M:%S.%f}"[:-3] + f"] {printable(msg)}", file=sys.stderr, flush=True)
+    print(f"[{datetime.now(timezone.utc):%H:%M:%S.%f}"[:-3] + f"] {printable(msg, keep_newlines=True)}", file=sys.stderr, flush=True)
 
 
 # --- the fast path: one scrape → silver rows in memory -------------------------------------------

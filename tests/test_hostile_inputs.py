@@ -250,3 +250,21 @@ def test_a_100000_target_config_is_refused_quickly_and_says_how_to_split(tmp_pat
         tracemalloc.stop()
     assert "100,000 targets; one collector takes at most 10,000" in str(e.value) and "Split the targets" in str(e.value)
     assert time.monotonic() - t0 < 1.0 and peak < 1 << 20
+
+
+@pytest.mark.slow
+def test_control_characters_from_a_target_reach_the_log_escaped(tmp_path):
+    """A Jolokia error text with ESC/BEL/CR, quoted in the collector's warning: escaped on stderr."""
+    from tests.jolokia_stub import fixed
+
+    evil = json.dumps({"status": 500, "error": "\x1b[2J\x1b]0;pwned\x07\rall good"})
+    with jolokia_stub({"/evil": fixed(500, evil)}) as stub:
+        cfg = {"lakehouse": str(tmp_path / "lh"), "scrape_interval": "300ms",
+               "targets": [{"name": "amq-evil", "kind": "activemq", "url": stub.url("/evil")}]}
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+        r = subprocess.run([sys.executable, "-m", "brokerscope", "-v", "collect", "-c", str(tmp_path / "c.yaml"), "-q",
+                            "--duration", "1s"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert "amq-evil: HTTP 500 from Jolokia: \\x1b[2J\\x1b]0;pwned\\x07\\x0dall good" in r.stderr, r.stderr[-1500:]
+    assert not any(c in r.stderr + r.stdout for c in "\x1b\x07\r")
