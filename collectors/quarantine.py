@@ -9,6 +9,7 @@ by looking the value up in the answer). collector_health counts them per observa
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -97,23 +98,44 @@ def locate(obs: Observation, value: Any) -> str | None:
     return None
 
 
+def _fits_fast(typ: pa.DataType):
+    """A cheap test that passes the common well-typed values (misfit decides the rest)."""
+    if pa.types.is_string(typ):
+        return lambda v: v is None or (type(v) is str and v.isascii())
+    if pa.types.is_boolean(typ):
+        return lambda v: v is None or type(v) is bool
+    if typ in INT_RANGE:
+        lo, hi = -(2 ** (INT_RANGE[typ] - 1)), 2 ** (INT_RANGE[typ] - 1)
+        return lambda v: v is None or (type(v) is int and lo <= v < hi)
+    if pa.types.is_floating(typ):
+        return lambda v: v is None or (type(v) is float and v - v == 0.0)  # inf - inf and nan - nan are nan
+    return lambda v: v is None
+
+
+@functools.lru_cache(maxsize=None)
+def _checks(table: str) -> tuple:
+    return tuple((c.name, c.type, c.nullable, _fits_fast(c.type)) for c in contract(table).columns)
+
+
 def conform(rows: list[dict], table: str, obs: Observation) -> tuple[list[dict], list[Quarantined]]:
     """`rows` made to fit `table`'s contract: misfits nulled (rows whose non-null column misfits
     are dropped), and what was set aside."""
-    columns = contract(table).columns
+    checks = _checks(table)
     kept, out = [], []
     for row in rows:
         drop = False
-        for col in columns:
-            value = row.get(col.name)
-            why = misfit(value, col.type)
+        for name, typ, nullable, fast in checks:
+            value = row.get(name)
+            if fast(value):
+                continue
+            why = misfit(value, typ)
             if why is None:
                 continue
-            if not col.nullable:
+            if not nullable:
                 drop = True
                 why += "; the row was dropped (the column cannot be empty)"
-            row[col.name] = None
-            out.append(Quarantined(table, col.name, _short(value), why, locate(obs, value)))
+            row[name] = None
+            out.append(Quarantined(table, name, _short(value), why, locate(obs, value)))
         if not drop:
             kept.append(row)
     return kept, out
