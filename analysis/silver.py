@@ -19,12 +19,13 @@ from analysis.groups import fill_derived_groups
 from analysis.watermark import Watermark, appended_since, fingerprint, pinned_read
 from collectors.base import Observation, collector_health_row
 from collectors.packs import PACKS
+from collectors.quarantine import normalize_checked, reasons_text
 from lakehouse.tables import SILVER_FROM_JOLOKIA, contract
 
 SILVER_JOB = "spine-silver"
 # The spine's code (silver and gold jobs) and the broker packs: every edit makes the next run a full one.
 SPINE_MODULES = ("analysis.silver", "analysis.clock_skew", "analysis.groups", "analysis.frames", "analysis.intervals",
-                 "analysis.failovers", "analysis.split_brain", "analysis.spine", "collectors.base", "collectors.packs")
+                 "analysis.failovers", "analysis.split_brain", "analysis.spine", "collectors.base", "collectors.packs", "collectors.quarantine")
 
 
 def code_sources() -> list[str]:
@@ -45,33 +46,47 @@ def normalize_batch(batch: pa.RecordBatch, table: str, targets: dict[str, tuple[
     c = contract(table)
     out: list[dict] = []
     cols = batch.to_pydict()
-    skews, shifts = cols.get("clock_skew_s"), cols.get("shift_us")  # see clock_skews (absent: no shift)
     for i in range(batch.num_rows):
         target = cols["target"][i]
         kind, group = targets.get(target, (cols["kind"][i], cols["group_name"][i]))
         pack = PACKS.get(kind)
         if table != "collector_health" and (pack is None or table not in pack.tables):
             continue
-        resp = cols["response_json"][i]
-        shift = shifts[i] if shifts is not None and shifts[i] else 0
-        obs = Observation(
-            ts=cols["ts"][i] + timedelta(microseconds=shift) if shift else cols["ts"][i],
-            target=target,
-            kind=kind,
-            group=group,
-            requests=json.loads(cols["request_json"][i]),
-            response=None if resp is None else json.loads(resp),
-            error=cols["error"][i],
-            elapsed_ms=cols["elapsed_ms"][i],
-        )
+        obs = _observation(cols, i, target, kind, group)
         if table == "collector_health":
-            row = collector_health_row(obs, cols["obs_key"][i], cols["error_kind"][i])
-            row["collector_ts"] = cols["ts"][i]
-            row["clock_skew_s"] = skews[i] if skews is not None else None
-            out.append(row)
+            out.append(_health_row(cols, i, obs, pack))
         else:
-            out.extend(pack.normalize(obs, cols["obs_key"][i]).get(table))
+            out.extend(normalize_checked(pack, obs, cols["obs_key"][i], (table,))[0].get(table))
     return pa.RecordBatch.from_pylist(out, schema=c.schema)
+
+
+def _observation(cols: dict, i: int, target: str, kind: str, group: str | None) -> Observation:
+    """Row `i` of a bronze batch as an Observation, moved by its clock shift (see clock_skews)."""
+    shifts = cols.get("shift_us")  # absent: no shift
+    shift = shifts[i] if shifts is not None and shifts[i] else 0
+    resp = cols["response_json"][i]
+    return Observation(
+        ts=cols["ts"][i] + timedelta(microseconds=shift) if shift else cols["ts"][i],
+        target=target,
+        kind=kind,
+        group=group,
+        requests=json.loads(cols["request_json"][i]),
+        response=None if resp is None else json.loads(resp),
+        error=cols["error"][i],
+        elapsed_ms=cols["elapsed_ms"][i],
+    )
+
+
+def _health_row(cols: dict, i: int, obs: Observation, pack) -> dict:
+    """collector_health of one observation, with the broker values its silver rows set aside."""
+    row = collector_health_row(obs, cols["obs_key"][i], cols["error_kind"][i])
+    row["collector_ts"] = cols["ts"][i]
+    skews = cols.get("clock_skew_s")
+    row["clock_skew_s"] = skews[i] if skews is not None else None
+    aside = normalize_checked(pack, obs, cols["obs_key"][i], pack.tables)[1] if pack is not None and obs.answered else []
+    row["values_quarantined"] = len(aside)
+    row["quarantined"] = reasons_text(aside)
+    return row
 
 
 def to_silver(bronze: DataFrame, table: str, targets: dict[str, tuple[str, str | None]],

@@ -14,6 +14,7 @@ from brokerscope.gc_cli import collect_with_gc
 from brokerscope.timeline import ZK_TIMELINE_TABLES, build_timeline, render_incidents, render_json, render_text
 from collectors.replay import replay
 from collectors.scraper import collect
+from collectors.text import PrintableFormatter, printable
 from infra import lab
 from lakehouse.store import Lakehouse
 from lakehouse.tables import TABLES, catalogue_markdown
@@ -41,12 +42,12 @@ def cmd_collect(args) -> int:
     if any(t.gc_logs for t in cfg.targets):
 
         stats, gc_stats = collect_with_gc(cfg, duration=dur, record=args.record, progress=not args.quiet)
-        print(stats.summary())
-        print(gc_stats.summary())
-        return 0
+        print(printable(stats.summary(), keep_newlines=True))
+        print(printable(gc_stats.summary(), keep_newlines=True))
+        return 1 if stats.unlanded else 0
     stats = collect(cfg, duration=dur, record=args.record, progress=not args.quiet)
-    print(stats.summary())
-    return 0
+    print(printable(stats.summary(), keep_newlines=True))
+    return 1 if stats.unlanded else 0  # rows kept outside bronze: the summary says where
 
 
 def cmd_replay(args) -> int:
@@ -87,11 +88,22 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+SPINE_TABLES = ("role_intervals", "failover_events", "split_brain_windows")  # written together by the spine job
+
+
 def cmd_timeline(args) -> int:
 
     cfg = _load(args)
     lh = Lakehouse(cfg.lakehouse_root())
-    if not lh.exists("role_intervals") and not lh.exists("gc_findings"):
+    spine = [n for n in SPINE_TABLES if lh.exists(n)]
+    if not spine and not lh.exists("gc_findings") or 0 < len(spine) < len(SPINE_TABLES):
+        present = [t.name for t in TABLES.values() if t.layer == "gold" and lh.exists(t.name)]
+        if present:  # analysed before: a gold table was deleted or moved, an empty timeline would lie
+            gone = [n for n in SPINE_TABLES if n not in spine]
+            print(f"gold table(s) {', '.join(gone)} missing under {cfg.lakehouse_root()} while {len(present)} other gold "
+                  f"table(s) exist (deleted or moved?); rebuild them with `brokerscope analyze --full --config {args.config}`",
+                  file=sys.stderr)
+            return 2
         print(f"no gold tables under {cfg.lakehouse_root()} yet; run `brokerscope analyze --config {args.config}` first", file=sys.stderr)
         return 1
     entries = build_timeline(
@@ -107,7 +119,7 @@ def cmd_timeline(args) -> int:
     if args.format == "json":
         sys.stdout.write(render_json(entries))
         return 0
-    text = render_text(entries)
+    text = render_text(entries)  # broker-supplied names escaped (collectors.text.printable)
     if lh.exists("incidents"):
 
         text += render_incidents(lh.read("incidents"), group=args.group, since=parse_since(args.since))
@@ -193,14 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
-    )
-
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR)
+    for handler in logging.getLogger().handlers:  # names and answers from brokers are escaped in logs too
+        handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
     try:
         return args.func(args)
     except USER_ERRORS as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(e, keep_newlines=True)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import json
 import os
@@ -19,9 +18,11 @@ from datetime import datetime, timezone
 
 from collectors.gc import parse_file
 from collectors.gc.analysis import Thresholds, findings, summarize, summarize_findings
+from collectors.gc.limits import GcInputError, damage_of
 from collectors.gc.tailer import GcTailer, file_identity
 from collectors.recording import RecordingWriter
-from collectors.scraper import Collector
+from collectors.scraper import Collector, progress_dots, run_until_signalled
+from collectors.text import printable
 from lakehouse.store import Lakehouse
 from settings import Config, ConfigError, load_config, parse_duration
 
@@ -34,7 +35,8 @@ def report(path: str, thresholds: Thresholds = Thresholds()) -> dict:
         raise ConfigError(f"GC log {path} not found (or not a file)")
     events, stats = parse_file(path)
     rows = [dict(e.to_dict(), event_seq=i) for i, e in enumerate(events)]
-    out = {"file": path, **summarize(rows, stats)}
+    out = {"file": path, **summarize(rows, stats), "damaged": damage_of(path)}
+    check_is_gc_log(out, stats)
     found = findings(rows, thresholds)
     out["findings"] = summarize_findings(found)
     out["findings_total"] = len(found)
@@ -42,6 +44,19 @@ def report(path: str, thresholds: Thresholds = Thresholds()) -> dict:
     out["unknown_sample"] = [{"line": n, "text": t} for n, t in stats.unknown_sample[:10]]
     out["implausible_lines"] = [e.source_line for e in events if "implausible-value" in e.flags]
     return out
+
+
+def check_is_gc_log(rep: dict, stats) -> None:
+    """Refuse to report on nothing: an empty file, or one without a single GC line."""
+    path, damage = rep["file"], f" ({rep['damaged']})" if rep["damaged"] else ""
+    if rep["lines"] == 0:
+        raise GcInputError(f"GC log {path} has no lines{damage}; nothing to report")
+    if rep["gc_count"] == 0 and rep["collector"] == "unknown" and not rep["safepoint_count"]:
+        first = printable(stats.unknown_sample[0][1][:80]) if stats.unknown_sample else ""
+        raise GcInputError(
+            f"{path} is not a GC log: none of its {rep['lines']:,} lines is a GC line{damage}"
+            + (f" (line 1: {first!r})" if first else "")
+            + "; give the file the JVM writes with -Xlog:gc*:file=… (JDK 9+) or -Xloggc with -XX:+PrintGCDetails (JDK 8)")
 
 
 def _json_default(v):
@@ -62,7 +77,8 @@ def render_report_text(rep: dict) -> str:
     t0, t1 = rep["first_wall_time"], rep["last_wall_time"]
     when = f" ({t0:%Y-%m-%d %H:%M:%S} → {t1:%H:%M:%S} UTC)" if t0 and t1 else ""
     pct = "  ".join(f"p{p} {_num(rep[f'pause_p{p}_ms'], '{:,.3f}')}" for p in ("50", "95", "99", "99_9")).replace("_", ".")
-    lines = [
+    lines = [f"DAMAGED     {rep['damaged']}"] if rep.get("damaged") else []
+    lines += [
         f"GC log      {rep['file']}",
         f"collector   {rep['collector']}",
         f"lines       {rep['lines']:,}, coverage {rep['coverage']:.2%} ({rep['lines_unknown']} not understood)"
@@ -99,7 +115,11 @@ def cmd_report(args) -> int:
         cfg = load_config(args.config)
         th = Thresholds(**cfg.gc_thresholds(cfg.target(args.target) if args.target else None))
     rep = report(args.file, th)
-    sys.stdout.write(render_report_json(rep) if args.format == "json" else render_report_text(rep))
+    out = render_report_json(rep) if args.format == "json" else printable(render_report_text(rep), keep_newlines=True)
+    sys.stdout.write(out)
+    if rep["damaged"]:
+        print(f"warning: {args.file}: {rep['damaged']}; the report covers only that part", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -242,6 +262,7 @@ class SharedRecorder:
 
     def __init__(self, inner):
         self._inner = inner
+        self.path = inner.path  # where the rows are when bronze cannot take them at stop
         self._lock = threading.Lock()
 
     def write(self, env: dict) -> None:
@@ -262,16 +283,14 @@ def collect_with_gc(cfg: Config, duration: float | None, record: str | None, pro
     col = Collector(cfg)
     col.recorder = shared
     if progress:
-        col.on_observation = _progress_dots()
+        col.on_observation = progress_dots()
     stop = threading.Event()
     try:
         with GcTailer(cfg, lakehouse=col.lakehouse, recorder=shared) as tailer:
             thread = threading.Thread(target=tailer.run, args=(stop,), name="gc-tail", daemon=True)
             thread.start()
             try:
-                asyncio.run(col.run(duration))
-            except KeyboardInterrupt:
-                col.flush()
+                run_until_signalled(col, duration)
             finally:
                 stop.set()
                 thread.join()
@@ -281,19 +300,6 @@ def collect_with_gc(cfg: Config, duration: float | None, record: str | None, pro
     if progress:
         sys.stderr.write("\n")
     return col.stats, tailer.stats
-
-
-def _progress_dots():
-    count = {"n": 0}
-
-    def tick(env: dict) -> None:
-        count["n"] += 1
-        sys.stderr.write("." if env["error"] is None else "x")
-        if count["n"] % 80 == 0:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return tick
 
 
 # --- argparse --------------------------------------------------------------------------------------

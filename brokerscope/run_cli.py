@@ -10,8 +10,6 @@ from settings import ConfigError, load_config, parse_duration
 
 
 def cmd_run(args) -> int:
-
-
     cfg = load_config(args.config)
     overrides: dict = {}
     if args.metrics_listen is not None:
@@ -32,10 +30,13 @@ def cmd_run(args) -> int:
     except ValueError as e:
         raise ConfigError(f"brokerscope run: --duration: {e}") from None
     try:
-        Service(cfg, settings, progress=None if args.quiet else say).run(duration)
+        stats = Service(cfg, settings, progress=None if args.quiet else say).run(duration)
     except MetricsListenError as e:
         raise ConfigError(str(e)) from None
-    return 0
+    for n, table, where in stats.unlanded:  # said even with --quiet: rows outside bronze
+        say(f"{n} {table} rows could not be committed; they are in {where} — land them with "
+            f"`brokerscope replay --config {args.config} <file>` once the lakehouse is writable")
+    return 1 if stats.unlanded else 0
 
 
 def add_parser(sub) -> None:

@@ -34,6 +34,8 @@ from alerts.pipeline import AlertPipeline
 from collectors.base import Rows, obs_key
 from collectors.gc.tailer import GcTailer
 from collectors.packs import pack_for
+from collectors.quarantine import normalize_checked
+from collectors.text import printable
 from collectors.recording import observation_from_envelope
 from collectors.scraper import Collector
 from lakehouse.store import Lakehouse
@@ -53,7 +55,7 @@ class Stopping(Exception):
 
 def say(msg: str) -> None:
     """A progress line with a UTC time stamp (as the demo prints)."""
-    print(f"[{datetime.now(timezone.utc):%H:%M:%S.%f}"[:-3] + f"] {msg}", file=sys.stderr, flush=True)
+    print(f"[{datetime.now(timezone.utc):%H:%M:%S.%f}"[:-3] + f"] {printable(msg, keep_newlines=True)}", file=sys.stderr, flush=True)
 
 
 # --- the fast path: one scrape → silver rows in memory -------------------------------------------
@@ -63,7 +65,8 @@ def observation_rows(env: dict, target: Target) -> Rows:
     """The silver rows of one Jolokia envelope, exactly as the Spark job will derive them."""
 
     obs = observation_from_envelope(env, target.kind, target.group)
-    return pack_for(target.kind).normalize(obs, obs_key(env["source"], env["target"], obs.ts, env["request"]))
+    pack = pack_for(target.kind)
+    return normalize_checked(pack, obs, obs_key(env["source"], env["target"], obs.ts, env["request"]), pack.tables)[0]
 
 
 def state_change(prev: dict | None, row: dict) -> str | None:

@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
+from collectors.text import printable
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -231,8 +233,8 @@ def render_text(entries: list[Entry]) -> str:
     for e in entries:
         if e.group != group:
             group = e.group
-            lines.append(f"group {group}  ({e.ts.astimezone(timezone.utc):%Y-%m-%d} UTC)")
-        lines.append(f"  {_hms(e.ts)}  {e.text}")
+            lines.append(f"group {printable(group)}  ({e.ts.astimezone(timezone.utc):%Y-%m-%d} UTC)")
+        lines.append(f"  {_hms(e.ts)}  {printable(e.text)}")
     return "\n".join(lines) + "\n"
 
 
@@ -245,11 +247,11 @@ def render_incidents(incidents: pa.Table, group: str | None = None, since: datet
     lines = ["", "=== incidents ==="]
     for r in sorted(rows, key=lambda r: (r["start_ts"], r["incident_id"])):
         start = r["start_ts"].astimezone(timezone.utc)
-        lines.append(f"[{r['severity'].upper()}] {r['title']}")
+        lines.append(f"[{printable(r['severity'].upper())}] {printable(r['title'])}")
         lines.append(f"  {start:%Y-%m-%d %H:%M:%S} UTC, {_dur(r['duration_s'])}, {r['status']}, "
                      f"{r['finding_count']} finding(s) (incident {r['incident_id'][:8]})")
-        lines.extend(f"  {line}" for line in r["narrative"].splitlines())
-        lines.extend(f"  → {line}" for line in (r["advice"] or "").splitlines())
+        lines.extend(f"  {printable(line)}" for line in r["narrative"].splitlines())
+        lines.extend(f"  → {printable(line)}" for line in (r["advice"] or "").splitlines())
     return "\n".join(lines) + "\n"
 
 

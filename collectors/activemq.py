@@ -115,12 +115,14 @@ class ActiveMQPack:
         brokers: dict[str, dict] = {}
         broker_errors: dict[str, list[str]] = {}
         missing_broker: list[str] = []
+        unreadable: list[str] = []
         for r in reads:
             if r.mbean.pattern:
                 # A failed pattern read (404: nothing matches) names no MBean; only the broker
                 # MBean's absence is news (a JVM that has not registered its broker yet).
                 if r.item_error and _keys(r) == _BROKER_KEYS:
-                    missing_broker.append(r.item_error)
+                    # a status of 0 (absent, not a number) or 200 with an error is no Jolokia answer: no news
+                    (unreadable if r.status in (0, 200) else missing_broker).append(r.item_error)
                 continue
             b = r.mbean.get("brokerName")
             if _is(r, _BROKER_KEYS):
@@ -166,6 +168,10 @@ class ActiveMQPack:
                     "scrape_ms": obs.elapsed_ms,
                 }
             )
+        if not rows.broker_state and unreadable and not missing_broker:
+            rows.broker_state.append(base_row(obs, obs_key) | {
+                "reachable": True, "active": None, "role": "unknown", "scrape_ms": obs.elapsed_ms,
+                "error": "broker MBean answer is not Jolokia-shaped (" + "; ".join(unreadable)[:200] + ")"})
         if not rows.broker_state:
             # The JVM answered but has no broker MBean (yet): it is certainly not serving.
             rows.broker_state.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterator, Protocol
@@ -35,7 +36,17 @@ class Observation:
 
     @property
     def answered(self) -> bool:
-        return self.error is None and isinstance(self.response, list)
+        return self.error is None and isinstance(self.response, list) and self.malformed is None
+
+    @property
+    def malformed(self) -> str | None:
+        """Why a JSON array is no Jolokia answer (an item that is not an object), else None."""
+        if isinstance(self.response, list):
+            bad = [type(i).__name__ for i in self.response if not isinstance(i, dict)]
+            if bad:
+                return (f"{self.target}: {len(bad)} of {len(self.response)} answer items are not JSON objects "
+                        f"(a {bad[0]}); a Jolokia agent answers each request with an object — check the URL")
+        return None
 
 
 @dataclass
@@ -107,12 +118,24 @@ def _split_values(mbean: ObjectName, values: dict, requested: tuple[str, ...] | 
     return read
 
 
+# What as_int/as_float/as_bool refused in the current normalize (collectors.quarantine turns them
+# into reasons); None outside one: nobody is listening.
+REFUSED: ContextVar[list[tuple[Any, str]] | None] = ContextVar("refused", default=None)
+
+
+def _refuse(v: Any, why: str) -> None:
+    heard = REFUSED.get()
+    if heard is not None:
+        heard.append((v, why))
+
+
 def as_int(v: Any) -> int | None:
     if isinstance(v, bool) or v is None:
         return None
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: ±inf
+        _refuse(v, "not a finite number" if isinstance(v, float) else f"not an integer ({type(v).__name__})")
         return None
 
 
@@ -122,8 +145,11 @@ def as_float(v: Any) -> float | None:
         return None
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond any double
+        _refuse(v, f"not a number ({type(v).__name__})")
         return None
+    if math.isinf(f):  # NaN is routine (an empty window), ±inf is not
+        _refuse(v, "not a finite number")
     return f if math.isfinite(f) else None
 
 
@@ -132,6 +158,8 @@ def as_bool(v: Any) -> bool | None:
         return v
     if isinstance(v, str) and v.lower() in ("true", "false"):
         return v.lower() == "true"
+    if v is not None:
+        _refuse(v, f"expected true/false, got {type(v).__name__}")
     return None
 
 
@@ -194,7 +222,8 @@ def base_row(obs: Observation, obs_key: str, instance: str | None = None) -> dic
 def collector_health_row(obs: Observation, obs_key: str, error_kind: str | None) -> dict:
     """How the scrape itself went: answered, items ok/failed, the first item errors."""
     items = obs.response if isinstance(obs.response, list) else []
-    failed = [i for i in items if isinstance(i, dict) and i.get("status") != 200]
+    # an item that is not an object, or whose status is not the number 200, did not answer
+    failed = [i for i in items if not isinstance(i, dict) or i.get("status") != 200]
     row = base_row(obs, obs_key)
     row.pop("group_name")
     row.update(
@@ -202,13 +231,14 @@ def collector_health_row(obs: Observation, obs_key: str, error_kind: str | None)
             "target": obs.target,
             "group_name": obs.group,
             "answered": obs.answered,
-            "error_kind": error_kind if not obs.answered else None,
-            "error": obs.error,
+            "error_kind": (error_kind or ("http" if obs.malformed else None)) if not obs.answered else None,
+            "error": obs.error or obs.malformed,
             "elapsed_ms": obs.elapsed_ms,
             "items": len(items),
             "items_ok": len(items) - len(failed),
             "items_failed": len(failed),
-            "item_errors": "; ".join(sorted({item_error(i) or "" for i in failed}))[:2000] or None,
+            "item_errors": "; ".join(sorted({item_error(i) or "" if isinstance(i, dict) else f"an item that is not an object "
+                                             f"({type(i).__name__})" for i in failed}))[:2000] or None,
         }
     )
     return row
@@ -239,7 +269,7 @@ def unanswered_state_row(obs: Observation, obs_key: str) -> dict:
             "reachable": False,
             "active": None,
             "role": "unknown",
-            "error": obs.error or "no JSON array in response",
+            "error": obs.error or obs.malformed or "no JSON array in response",
             "scrape_ms": obs.elapsed_ms,
         }
     )

@@ -83,8 +83,23 @@ def _looks_truncated(text: str) -> bool:
     return bool(s) and s[0] in "[{" and s[-1] not in "]}"
 
 
-def classify_body(name: str, status: int, text: str, content_type: str) -> tuple[Any, str | None, str | None]:
+def decode_text(content: bytes, charset: str | None) -> str:
+    """The body as text in its declared charset; UTF-8 when the charset is one Python does not
+    know (a broken or hostile agent must not raise out of the client)."""
+    try:
+        return content.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return content.decode("utf-8", errors="replace")
+
+
+def classify_body(name: str, status: int, text: str, content_type: str, location: str = "") -> tuple[Any, str | None, str | None]:
     """Turn an HTTP answer into (json body, error, error_kind)."""
+    if 300 <= status < 400:
+        where = " ".join(location.split())[:200] or "no Location header"
+        return None, (
+            f"{name}: HTTP {status} redirect to {where!r}; set the target's url to the final address "
+            "(brokerscope does not follow redirects: they could carry credentials elsewhere)"
+        ), "http"
     if status == 401:
         return None, (
             f"{name}: HTTP 401 Unauthorized — the Jolokia endpoint wants credentials; set username "
@@ -160,6 +175,7 @@ class JolokiaClient:
         self.url = url
         self.name = name or url
         self.max_response_bytes = max_response_bytes
+        self.timeout = timeout  # per exchange: connect + every read (httpx's own timeouts are per read)
         self.retries = retries
         self.backoff = backoff
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -202,7 +218,7 @@ class JolokiaClient:
         ex = Exchange(self.url, requests, started, 0.0)
         for attempt in range(1, self.retries + 2):
             ex.attempts = attempt
-            await self._once(payload, len(requests), ex)
+            await self._guarded_once(payload, len(requests), ex)
             if ex.ok or not _retryable(ex) or attempt > self.retries:
                 break
             pause = self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random())
@@ -211,6 +227,24 @@ class JolokiaClient:
             await asyncio.sleep(pause)
         ex.elapsed_ms = (time.perf_counter() - t0) * 1000.0
         return ex
+
+    async def _guarded_once(self, payload: bytes, n_requests: int, ex: Exchange) -> None:
+        """One attempt under a total deadline (an answer trickled a byte at a time never ends a
+        per-read timeout), and never an exception: whatever a target sends becomes its error."""
+        try:
+            await asyncio.wait_for(self._once(payload, n_requests, ex), self.timeout)
+        except asyncio.TimeoutError:
+            ex.body = ex.raw_text = None
+            ex.error, ex.error_kind = (
+                f"{self.name}: no complete answer within the timeout of {self.timeout:g}s for the whole exchange "
+                "(connect and every read); the JVM may be paused or the answer trickles in — state unknown"
+            ), "timeout"
+        except Exception as e:  # noqa: BLE001 - one target's bytes must never stop the collector
+            ex.body = ex.raw_text = None
+            ex.error, ex.error_kind = (
+                f"{self.name}: unreadable answer ({type(e).__name__}: {str(e)[:200]}); the target is recorded as "
+                "unanswered — check the URL points at a Jolokia agent, and report this with a recording if it does"
+            ), "other"
 
     async def _read_capped(self, resp: httpx.Response) -> bytes | None:
         """The body (decoded from any Content-Encoding), or None once it exceeds the limit."""
@@ -239,7 +273,7 @@ class JolokiaClient:
                     "the URL points at the Jolokia endpoint"
                 ), "http"
                 return
-            text = content.decode(resp.charset_encoding or "utf-8", errors="replace")
+            text = decode_text(content, resp.charset_encoding)
         except httpx.ConnectError as e:
             cause = str(e) or type(e).__name__
             if "CERTIFICATE" in cause.upper() or "SSL" in cause.upper():
@@ -273,7 +307,8 @@ class JolokiaClient:
             return
         ex.http_status = resp.status_code
         ex.raw_text = text
-        body, error, kind = classify_body(self.name, resp.status_code, text, resp.headers.get("content-type", ""))
+        body, error, kind = classify_body(self.name, resp.status_code, text, resp.headers.get("content-type", ""),
+                                          resp.headers.get("location", ""))
         ex.body, ex.error, ex.error_kind = body, error, kind
         if ex.ok and len(body) != n_requests:
             ex.error, ex.error_kind = (
@@ -283,9 +318,11 @@ class JolokiaClient:
 
 
 _KIND_BY_PHRASE = (
+    ("unreadable answer (", "other"),  # first: the exception text it quotes may say anything
     ("connection refused", "refused"),
     ("connection reset", "reset"),
     ("no answer within the timeout", "timeout"),
+    ("no complete answer within the timeout", "timeout"),
     ("HTTP 401", "auth"),
     ("HTTP 403", "forbidden"),
     ("TLS verification failed", "tls"),

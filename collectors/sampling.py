@@ -89,7 +89,7 @@ class DestinationSampler:
             req = item.get("request") if isinstance(item, dict) and isinstance(item.get("request"), dict) else (
                 requests[i] if i < len(requests) else {}
             )
-            if req.get("type") == "search" and item.get("status") == 200 and isinstance(item.get("value"), list):
+            if isinstance(item, dict) and req.get("type") == "search" and item.get("status") == 200 and isinstance(item.get("value"), list):
                 searched = [self._canonical(v) for v in item["value"]]
         for r in iter_mbean_reads(requests, response):
             if r.mbean.pattern or r.item_error or not matches_pattern(self.pattern, r.mbean):

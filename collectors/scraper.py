@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import signal
 import ssl
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from collectors.base import ms_floor
-from collectors.bronze import BronzeBuffer, CollectStats, TargetStats, flush_periodically
+from collectors.bronze import BronzeBuffer, CollectStats, TargetStats, flush_periodically, land_or_spill, recording_path
 from collectors.jolokia import JolokiaClient, shared_ssl_context
 from collectors.packs import pack_for
 from collectors.recording import RecordingWriter, bronze_row, envelope
@@ -27,6 +31,7 @@ from lakehouse.store import Lakehouse
 from settings import Config, ConfigError, Target
 
 log = logging.getLogger("brokerscope.collect")
+STOP_GRACE_S = 1.0  # at a stop, how long a scrape in flight may take to land before it is cancelled
 
 
 class Collector:
@@ -60,22 +65,48 @@ class Collector:
             tasks = [
                 # Spread the targets' first scrapes over one interval: N simultaneous requests would
                 # make every scrape's elapsed_ms measure our own queueing, not the broker.
-                asyncio.create_task(self._scrape_loop(t, clients[t.name], t_end, offset=i / n * self.config.scrape_interval))
+                asyncio.create_task(self._scrape_loop(t, clients[t.name], t_end, offset=i / n * self.config.scrape_interval),
+                                    name=t.name)
                 for i, t in enumerate(jolokia)
             ]
             if zookeeper:
-                tasks.append(asyncio.create_task(ZkCollector(self, zookeeper).run(t_end)))
+                tasks.append(asyncio.create_task(ZkCollector(self, zookeeper).run(t_end), name="zookeeper"))
             flusher = asyncio.create_task(self._flush_loop())
-            await asyncio.gather(*tasks)
+            await self._until_done_or_stopped(tasks)
             self._stop.set()
             await flusher
         finally:
-            self.flush()
+            land_or_spill(self.flush, self._pending, self.stats, recording_path(self.recorder), self.spill_dirs())
             for c in clients.values():
                 await c.aclose()
             if self.recorder:
                 self.recorder.close()
         return self.stats
+
+    async def _until_done_or_stopped(self, tasks: list[asyncio.Task]) -> None:
+        """Wait for the loops to end (duration over) or for a stop; then scrapes in flight get
+        STOP_GRACE_S to land and are cancelled after it, so no target can hold up a stop."""
+        stopped = asyncio.create_task(self._stop.wait())
+        pending: set[asyncio.Task] = set(tasks)
+        while pending and not stopped.done():
+            done, _ = await asyncio.wait(pending | {stopped}, return_when=asyncio.FIRST_COMPLETED)
+            pending -= done
+            for task in done - {stopped}:
+                if not task.cancelled() and task.exception() is not None:  # a bug, not a target's doing
+                    e = task.exception()
+                    log.error("the loop of %s stopped: %s: %s (the other targets go on)", task.get_name(), type(e).__name__, e)
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=STOP_GRACE_S)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        stopped.cancel()
+
+    def spill_dirs(self) -> list[Path]:
+        """Where rows that cannot reach bronze are written at stop: beside the lakehouse, here, /tmp."""
+        root = self.config.lakehouse_root()
+        near = [] if "://" in root else [Path(root).parent]
+        return near + [Path.cwd(), Path(tempfile.gettempdir())]
 
     def _client(self, t: Target) -> JolokiaClient:
         verify: bool | str = t.verify_tls
@@ -125,11 +156,7 @@ class Collector:
                     return
                 except asyncio.TimeoutError:
                     pass
-            requests = broker_reads + (sampler.requests() if sampler else [])
-            ex = await client.bulk(requests, deadline=next_at + interval)
-            if sampler and ex.ok:
-                sampler.observe(requests, ex.items())
-            self._land(t, ex)
+            await self._scrape_once(t, client, broker_reads, sampler, deadline=next_at + interval)
             k += 1
             now = time.time()
             if scrape_due(start, k, interval) < now:
@@ -139,6 +166,22 @@ class Collector:
                 next_at = now
             else:
                 next_at = scrape_due(start, k, interval)
+
+    async def _scrape_once(self, t: Target, client: JolokiaClient, broker_reads: list[dict],
+                           sampler: DestinationSampler | None, deadline: float) -> None:
+        """One scrape of one target; whatever goes wrong stays this target's problem."""
+        requests = broker_reads + (sampler.requests() if sampler else [])
+        ex = await client.bulk(requests, deadline=deadline)
+        if sampler and ex.ok:
+            try:
+                sampler.observe(requests, ex.items())
+            except Exception as e:  # noqa: BLE001 - a strange answer must not end this target's loop
+                log.warning("%s: destination sampling skipped this answer (%s: %s)", t.name, type(e).__name__, e)
+        try:
+            self._land(t, ex)
+        except Exception as e:  # noqa: BLE001 - e.g. the recording's disk is full: keep scraping
+            self.stats.targets[t.name].last_error = f"{t.name}: could not land a scrape ({type(e).__name__}: {e})"
+            log.error("%s", self.stats.targets[t.name].last_error)
 
     def _land(self, t: Target, ex) -> None:
         st = self.stats.targets[t.name]
@@ -152,8 +195,8 @@ class Collector:
         env = envelope(ms_floor(ex.started), t.name, ex.requests, ex.body if ex.ok else None, ex.error, ex.elapsed_ms)
         if self.recorder:
             self.recorder.write(env)
-        self._pending.append(
-            bronze_row(env, t.kind, t.group, t.url, "collect", http_status=ex.http_status, error_kind=ex.error_kind)
+        self._pending.add(
+            bronze_row(env, t.kind, t.group, t.url, "collect", http_status=ex.http_status, error_kind=ex.error_kind), env
         )
         if self.on_observation:
             self.on_observation(env)
@@ -169,25 +212,53 @@ class Collector:
         return max(n, 0)
 
 
+def progress_dots() -> Callable[[dict], None]:
+    """An on_observation that draws one character per exchange on stderr: `.` answered, `x` not."""
+    count = {"n": 0}
+
+    def tick(env: dict) -> None:
+        count["n"] += 1
+        sys.stderr.write("." if env["error"] is None else "x")
+        if count["n"] % 80 == 0:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return tick
+
+
+def run_until_signalled(col: Collector, duration: float | None, say: Callable[[str], None] | None = None) -> CollectStats:
+    """Run the collector on a new event loop until `duration` passes, SIGTERM or SIGINT (Ctrl-C):
+    a signal stops the scrapes and lands what is buffered (or spills it, see land_or_spill)."""
+    say = say or (lambda m: print(m, file=sys.stderr))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        handled = (signal.SIGTERM, signal.SIGINT) if threading.current_thread() is threading.main_thread() else ()
+
+        def on_signal(sig: signal.Signals) -> None:
+            say(f"{sig.name}: stopping (landing what was collected in bronze)")
+            col.stop()
+            for s in handled:  # a second signal stops at once
+                loop.remove_signal_handler(s)
+
+        for sig in handled:
+            loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            await col.run(duration)
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+
+    asyncio.run(main())
+    return col.stats
+
+
 def collect(config: Config, duration: float | None = None, record: str | None = None, progress: bool = True) -> CollectStats:
-    """Run the collector until `duration` passes or Ctrl-C."""
+    """Run the collector until `duration` passes, SIGTERM or Ctrl-C."""
     col = Collector(config, record=record)
     if progress:
-        total = {"n": 0}
-
-        def tick(env: dict) -> None:
-            total["n"] += 1
-            mark = "." if env["error"] is None else "x"
-            sys.stderr.write(mark)
-            if total["n"] % 80 == 0:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-
-        col.on_observation = tick
-    try:
-        asyncio.run(col.run(duration))
-    except KeyboardInterrupt:
-        col.flush()
+        col.on_observation = progress_dots()
+    run_until_signalled(col, duration)
     if progress:
         sys.stderr.write("\n")
     return col.stats

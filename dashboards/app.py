@@ -21,6 +21,7 @@ import flask
 from dash import Input, Output, State, dcc, html
 from werkzeug.serving import make_server
 
+from collectors.text import printable
 from dashboards import data as D
 from dashboards import layout as L
 from dashboards.figures import incident_timeline, lag_figure
@@ -151,14 +152,7 @@ def route(gold: D.Gold, path: str):
 
 def install_auth(server: flask.Flask, auth: DashboardAuth, password: str | None) -> None:
     """Basic auth or a trusted reverse-proxy header in front of every request (pages, callbacks,
-    assets, reports); plus headers that keep the pages out of frames and sniffers."""
-
-    @server.after_request
-    def _headers(resp):
-        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
-        resp.headers.setdefault("X-Frame-Options", "DENY")
-        resp.headers.setdefault("Referrer-Policy", "no-referrer")
-        return resp
+    assets, reports); the response headers are install_guards'."""
 
     if auth.mode == "none":
         return
@@ -188,10 +182,51 @@ def install_auth(server: flask.Flask, auth: DashboardAuth, password: str | None)
         return None
 
 
+def request_host(header: str) -> str:
+    """The host name of a Host header, without the port, lower case ('[::1]:8050' → '::1')."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        return h[1:h.find("]")] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+def install_guards(app: dash.Dash, allowed: set[str] | None) -> None:
+    """A `Host` check (DNS rebinding) before every request, and headers after: a Content-Security-
+    Policy that runs only our own scripts (Dash's inline ones by hash), no frames, no sniffing.
+    Call after every clientside callback is defined (their hashes go into the policy)."""
+    hashes = " ".join(app.csp_hashes())  # already quoted: 'sha256-…'
+    page_csp = (f"default-src 'self'; script-src 'self' {hashes}; style-src 'self' 'unsafe-inline'; "
+                "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+                "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+    # the HTML report is one self-contained file (plotly.js inline): inline only, nothing fetched
+    report_csp = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+                  "font-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+    @app.server.before_request
+    def _host():
+        if allowed is not None and request_host(flask.request.host or "") not in allowed:
+            return flask.Response(
+                f"brokerscope: Host {printable(flask.request.host)[:100]!r} is not served here; open the dashboard by "
+                f"{' or '.join(sorted(allowed))}, or list the name in dashboard.allowed_hosts\n", 421,
+                mimetype="text/plain")
+        return None
+
+    @app.server.after_request
+    def _headers(resp):
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("X-Frame-Options", "DENY")
+        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        report = flask.request.path.startswith("/report/")
+        resp.headers.setdefault("Content-Security-Policy", report_csp if report else page_csp)
+        return resp
+
+
 # --- the app ----------------------------------------------------------------------------------------------
 
 
-def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password: str | None = None) -> dash.Dash:
+def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password: str | None = None,
+               bind_host: str | None = None) -> dash.Dash:
+    """`bind_host`: the address served (default: settings.host), for the Host check."""
     settings = settings or DashboardSettings()
     import pandas  # noqa: F401  deferred: pandas (heavy) loads when the server starts, not on its first request
 
@@ -248,6 +283,7 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
         except D.MissingTable as e:
             return L.missing_table_page(e)
 
+    install_guards(app, settings.hosts_for(bind_host or settings.host))
     return app
 
 

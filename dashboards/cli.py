@@ -25,7 +25,7 @@ def cmd_dashboard(args) -> int:
     except ValueError as e:
         raise ConfigError(f"{args.config}: {e}") from None
     gold = open_gold(cfg.lakehouse_root(), settings.max_points)
-    server = DashboardServer(create_app(gold, settings, password), host, port, quiet=False)
+    server = DashboardServer(create_app(gold, settings, password, bind_host=host), host, port, quiet=False)
     print(f"brokerscope dashboard on {server.url} (lakehouse {cfg.lakehouse_root()}, auth: {settings.auth.mode}); "
           "Ctrl-C to stop", file=sys.stderr)
     server.serve_forever()

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import plotly.io as pio
 
+from collectors.text import printable
 from dashboards.data import IncidentBundle, split_names
 from dashboards.figures import incident_timeline, stamp
 
@@ -111,7 +112,7 @@ th{background:#f5f5f5}.sev{color:#fff;border-radius:3px;padding:1px 6px;font-siz
 
 
 def _e(v: object) -> str:
-    return html.escape(value_text(v), quote=True)
+    return html.escape(printable(value_text(v), keep_newlines=True), quote=True)
 
 
 def html_table(columns: list[str], rows: list[dict], table_id: str = "") -> str:
@@ -159,7 +160,7 @@ def render_html(b: IncidentBundle, figure_html: str | None = None) -> str:
 
 def md_text(v: object) -> str:
     """A Markdown-safe inline text: HTML escaped, Markdown markup characters backslash-escaped."""
-    text = html.escape(value_text(v), quote=False).replace("\n", " ")
+    text = html.escape(printable(value_text(v).replace("\n", " ")), quote=False)
     for ch in "\\`*_[]|#!":
         text = text.replace(ch, "\\" + ch)
     return text

@@ -252,7 +252,11 @@ class Lakehouse:
         else:
             self.root = os.path.abspath(root_s)
             self.is_local = True
-            os.makedirs(self.root, exist_ok=True)
+            try:
+                os.makedirs(self.root, exist_ok=True)
+            except OSError as e:
+                raise LakehouseError("(every table)", self.root, f"the lakehouse folder cannot be created ({e.strerror or e})",
+                                     "point `lakehouse:` at a folder brokerscope may create and write") from None
         self.storage_options = dict(storage_options) if storage_options else None
 
     def __repr__(self) -> str:
@@ -607,7 +611,16 @@ class Lakehouse:
                 and "sql" not in low and "predicate" not in low:
             bad, good = self._find_bad_commit(path)
             where = f"commit file _delta_log/{bad}" if bad else "a `_delta_log` commit file"
-            if good is not None:
+            later = self._commits_after(path, bad) if bad else 0
+            if good is not None and later:
+                # moving a middle commit away leaves a gap: the table would not open at all
+                advice = (
+                    f"{where} is in the middle of the log ({later} later commit(s) follow), so moving it away "
+                    f"would leave a gap. Restore that file from a backup. Without one, the table reads as it was "
+                    f"at version {good} (`deltalake.DeltaTable({path!r}, version={good})`); to write again, move "
+                    f"the folder away (`mv {path} {path}.broken`) and rebuild the table — {_DATA_CHANGE_HINT}"
+                )
+            elif good is not None:
                 advice = (
                     f"the table reads fine up to version {good} (`deltalake.DeltaTable({path!r}, "
                     f"version={good})`). If the broken commit was never completed, move {where} out "
@@ -648,6 +661,14 @@ class Lakehouse:
             return []
         present = set(versions)
         return [v for v in range(versions[0], versions[-1]) if v not in present][:10] if versions else []
+
+    def _commits_after(self, path: str, commit_file: str) -> int:
+        """How many commit files of a local table come after `commit_file`."""
+        try:
+            names = os.listdir(os.path.join(path, "_delta_log"))
+        except OSError:
+            return 0
+        return sum(1 for f in names if re.fullmatch(r"\d{20}\.json", f) and f > commit_file)
 
     def _find_bad_commit(self, path: str) -> tuple[str | None, int | None]:
         """(file name of the first unparsable commit, last readable version) — local tables."""

@@ -288,6 +288,10 @@ COLLECTOR_HEALTH = TableContract(
            "CLOCK_SKEW_THRESHOLD_S, 1 s); null: too few answered scrapes yet"),
         _c("collector_ts", TS, "observation time on the collector's clock, as in bronze (`ts` and the other silver "
            "tables carry it shifted by `clock_skew_s` when that is applied)"),
+        _c("values_quarantined", pa.int32(), "broker values of this answer set to null in the other silver tables "
+           "because they do not fit their column (wrong type, beyond 64 bits, ±inf, invalid text)"),
+        _c("quarantined", pa.string(), "what was set aside and why: `table.column from <MBean> <attribute>: <value> — "
+           "<reason>` per distinct value (bounded to 2,000 characters)"),
     ),
     keys=("obs_key",),
     partition_by=("obs_date",),

@@ -39,7 +39,7 @@ import pyarrow as pa
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from lakehouse.tables import TABLES, contract
-from settings.base import (ConfigError, Duration, DurationOrZero, Name, OneOf, Strict, check_http_url, one_of,
+from settings.base import (ConfigError, Duration, DurationOrZero, EnvName, Name, OneOf, Strict, check_http_url, one_of,
                            resolve_secret)
 
 __all__ = [
@@ -75,7 +75,7 @@ def secret(owner: str, what: str, env: str | None, file: Path | None) -> str | N
 
 class BasicAuth(Strict):
     username: str = Field(min_length=1)
-    password_env: str | None = None
+    password_env: EnvName | None = None
     password_file: Path | None = None
 
     @model_validator(mode="after")
@@ -108,10 +108,10 @@ class ReceiverConfig(Strict):
     verify_tls: bool = True
     ca_file: Path | None = None
     headers: dict[str, str] = Field(default_factory=dict)  # non-secret headers only
-    bearer_token_env: str | None = None
+    bearer_token_env: EnvName | None = None
     bearer_token_file: Path | None = None
     basic_auth: BasicAuth | None = None
-    routing_key_env: str | None = None  # pagerduty
+    routing_key_env: EnvName | None = None  # pagerduty
     routing_key_file: Path | None = None  # pagerduty
     # alertmanager: firing alerts are pushed with endsAt = now + push_ttl and pushed again every
     # repush_interval, so Alertmanager keeps them while we run and resolves them if we stop for good

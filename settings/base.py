@@ -103,6 +103,20 @@ def OneOf(*allowed: str):
     return Annotated[str, AfterValidator(lambda v: one_of(v, allowed))]
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_env_name(value: str) -> str:
+    """A `*_env` key names a variable; anything else is likely the secret itself, never echoed."""
+    if not _ENV_NAME.match(value):
+        raise ValueError("must name an environment variable (letters, digits and _, e.g. BROKER_PASSWORD), not hold "
+                         "the secret itself; the value given is not shown. Put the secret in that variable or in a *_file")
+    return value
+
+
+EnvName = Annotated[str, AfterValidator(check_env_name)]
+
+
 def check_http_url(value: str, example: str) -> str:
     if not _HTTP_URL.match(value):
         raise ValueError(f"must be an http:// or https:// URL, e.g. {example}")
@@ -117,7 +131,9 @@ def resolve_secret(owner: str, what: str, env: str | None, file: Path | None, er
     if env:
         value = os.environ.get(env)
         if value is None:
-            raise error(f"{owner}: environment variable {env} ({what}_env) is not set; export it or use {what}_file")
+            # a name in UPPER_CASE is surely a name; anything else may be the secret typed in: not shown
+            shown = env if env.isupper() else f"named in {what}_env (not shown: not UPPER_CASE, it may be the secret itself)"
+            raise error(f"{owner}: environment variable {shown} ({what}_env) is not set; export it or use {what}_file")
         return value
     if file:
         try:

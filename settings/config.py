@@ -108,9 +108,17 @@ _HINTS = {
 }
 
 
+MAX_TARGETS = 10_000
+
+
 def config_from_dict(data: object, source: str = "<config>") -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the file must be a YAML mapping with keys lakehouse, scrape_interval, targets")
+    n = len(data["targets"]) if isinstance(data.get("targets"), list) else 0
+    if n > MAX_TARGETS:  # checked before validating: 100,000 targets would take gigabytes on their way in
+        raise ConfigError(
+            f"{source}: {n:,} targets; one collector takes at most {MAX_TARGETS:,} (each costs about 50 KiB and a "
+            "connection). Split the targets over several configs, one `brokerscope collect` each, sharing the lakehouse")
     try:
         return Config.model_validate(data)
     except ValidationError as e:

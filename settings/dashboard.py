@@ -15,7 +15,11 @@ dashboard:
     # proxy_header: X-Forwarded-User
     # trusted_proxies: [127.0.0.1]
   max_points: 1000       # per series: longer time ranges are aggregated server-side into buckets
+  allowed_hosts: []      # Host headers served; empty: the bind address (loopback: also localhost, ::1)
 ```
+
+The `Host` check stops DNS rebinding: a web page on another site whose name re-resolves to
+127.0.0.1 would otherwise read an unauthenticated loopback dashboard from the user's browser.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from settings.base import Strict
+from settings.base import EnvName, Strict
 
 LOOPBACK_NAMES = ("localhost",)
 AUTH_MODES = ("none", "basic", "proxy")
@@ -38,7 +42,7 @@ class DashboardAuth(Strict):
 
     mode: str = "none"  # none | basic | proxy (a str, not a Literal: the config's error hint for literals names broker kinds)
     username: str = "brokerscope"
-    password_env: str | None = None
+    password_env: EnvName | None = None
     password_file: Path | None = None
     proxy_header: str = "X-Forwarded-User"
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
@@ -93,6 +97,16 @@ class DashboardSettings(Strict):
     port: int = Field(default=8050, ge=1, le=65535)
     auth: DashboardAuth = Field(default_factory=DashboardAuth)
     max_points: int = Field(default=1000, ge=50, le=100_000)
+    allowed_hosts: list[str] = Field(default_factory=list)  # "*": any (behind a proxy that checks it)
+
+    def hosts_for(self, bind: str) -> set[str] | None:
+        """The Host names (no port, lower case) served when bound to `bind`; None: any."""
+        if self.allowed_hosts:
+            return None if "*" in self.allowed_hosts else {h.lower().strip("[]") for h in self.allowed_hosts}
+        if bind in ("0.0.0.0", "::", ""):
+            return None  # every interface: names unknown (auth is required there, see check_exposure)
+        names = {bind.lower().strip("[]")}
+        return names | {"127.0.0.1", "localhost", "::1"} if is_loopback(bind) else names
 
 
 def is_loopback(host: str) -> bool:

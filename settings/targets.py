@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from settings.base import Duration, Name, Strict, check_http_url, resolve_secret
+from settings.base import Duration, EnvName, Name, Strict, check_http_url, resolve_secret
 from settings.gc import GcThresholds
 
 KINDS = ("activemq", "artemis", "kafka", "weblogic", "zookeeper")
@@ -71,7 +71,7 @@ class Target(Strict):
     url: str
     group: str | None = None
     username: str | None = None
-    password_env: str | None = None
+    password_env: EnvName | None = None
     password_file: Path | None = None
     origin: str | None = None  # Origin header; defaults to the URL's scheme://host
     timeout: Duration = 5.0

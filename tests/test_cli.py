@@ -6,6 +6,7 @@ from pathlib import Path
 import yaml
 
 from brokerscope.cli import main
+from lakehouse.store import Lakehouse
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -65,3 +66,17 @@ def test_docs_tables_md_matches_the_contracts():
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "TABLES.md"
     assert doc.read_text() == catalogue_markdown(), "regenerate: brokerscope tables --markdown > docs/TABLES.md"
+
+
+def test_timeline_with_a_deleted_gold_table_names_it_and_the_fix(analysed_kill_master, tmp_path, capsys):
+    """Not 'no gold tables yet' (it was analysed): the missing table and `analyze --full`."""
+    import shutil
+
+    data = analysed_kill_master.copy_to(tmp_path / "lh")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"lakehouse": str(tmp_path / "lh"), "targets": [
+        {"name": t.name, "kind": t.kind, "url": t.url} | ({"group": t.group} if t.group else {}) for t in data.targets]}))
+    shutil.rmtree(Lakehouse(tmp_path / "lh").uri("failover_events"))
+    assert main(["timeline", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "gold table(s) failover_events missing" in err and "deleted or moved?" in err and "analyze --full" in err

@@ -472,3 +472,45 @@ def test_an_ensemble_only_incident_draws_zookeeper_rows(gold):
     assert texts(find(page, "incident-title")) == "quorum lost in zk1" and texts(find(page, "windows")) == ""
     fig = find(page, "timeline").figure
     assert [t.name for t in fig.data] == ["ZooKeeper election"] and list(fig.data[0].y) == ["ZooKeeper zk1"]
+
+
+# --- DNS rebinding and Content-Security-Policy (P11) -----------------------------------------------
+
+
+def test_host_header_is_checked_against_the_bind_address_on_a_real_server(gold):
+    """A page on evil.example whose name re-resolves to 127.0.0.1 sends `Host: evil.example`: refused."""
+    import http.client
+
+    from dashboards.app import DashboardServer
+
+    with DashboardServer(create_app(gold, DashboardSettings(), bind_host="127.0.0.1"), "127.0.0.1", 0) as srv:
+        def get(host: str) -> tuple[int, str]:
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            conn.request("GET", "/", headers={"Host": host})
+            r = conn.getresponse()
+            body = r.read().decode()
+            conn.close()
+            return r.status, body
+
+        for host in (f"127.0.0.1:{srv.port}", f"localhost:{srv.port}", "LOCALHOST"):
+            assert get(host)[0] == 200, host
+        status, body = get(f"evil.example:{srv.port}")
+        assert status == 421 and "dashboard.allowed_hosts" in body and "evil.example" in body
+        assert get("127.0.0.1.evil.example")[0] == 421
+
+
+def test_allowed_hosts_setting_names_the_hosts_served(gold):
+    c = create_app(gold, DashboardSettings(allowed_hosts=["dash.example.org"])).server.test_client()
+    assert c.get("/", headers={"Host": "dash.example.org:8443"}).status_code == 200
+    assert c.get("/", headers={"Host": "localhost"}).status_code == 421
+    anyhost = create_app(gold, DashboardSettings(allowed_hosts=["*"])).server.test_client()
+    assert anyhost.get("/", headers={"Host": "whatever"}).status_code == 200
+
+
+def test_pages_carry_a_content_security_policy_that_allows_only_our_scripts(gold):
+    c = client(gold)
+    csp = c.get("/").headers["Content-Security-Policy"]
+    assert "script-src 'self' 'sha256-" in csp and "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in csp and "object-src 'none'" in csp
+    report = c.get(f"/report/{INCIDENT}.html").headers["Content-Security-Policy"]
+    assert report.startswith("default-src 'none'") and "connect-src" not in report  # self-contained: fetches nothing

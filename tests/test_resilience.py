@@ -440,3 +440,29 @@ def test_clock_skew_does_not_move_observations_and_is_measured(tmp_path, skew_s)
         assert state["ts"] == obs.ts and state["active"] is True  # silver keeps the observation time
         skew = broker_clock_skew_s(obs)
         assert skew is not None and abs(skew - skew_s) <= 1.5 + (obs.elapsed_ms or 0) / 1000, (skew, skew_s)
+
+
+@pytest.mark.parametrize("which", ["middle", "last"])
+def test_corrupt_commit_advice_works_when_followed(tmp_path, which):
+    """The advice for an unparsable commit, followed to the letter, gives a readable table: for
+    the last commit, moving it away; for one in the middle (a gap would follow), rebuilding."""
+    lh = _three_commits(tmp_path)
+    log = Path(lh.uri("bronze_jolokia")) / "_delta_log"
+    victim = log / ("00000000000000000001.json" if which == "middle" else "00000000000000000002.json")
+    victim.write_text("{not json")
+    with pytest.raises(LakehouseError) as e:
+        lh.read("bronze_jolokia")
+    advice = e.value.advice
+    if which == "last":
+        assert "move commit file _delta_log/00000000000000000002.json out of `_delta_log`" in advice
+        shutil.move(victim, tmp_path / "bad.json")
+        assert lh.count("bronze_jolokia") == 100
+    else:
+        assert "in the middle of the log (1 later commit(s) follow)" in advice and "would leave a gap" in advice
+        assert "move it out" not in advice
+        from deltalake import DeltaTable
+
+        assert DeltaTable(lh.uri("bronze_jolokia"), version=0).to_pyarrow_table().num_rows == 50  # as the advice says
+        shutil.move(lh.uri("bronze_jolokia"), str(tmp_path / "broken"))  # `mv … .broken`, then rebuild
+        lh.append_new("bronze_jolokia", _bronze_rows(50))
+        assert lh.count("bronze_jolokia") == 50

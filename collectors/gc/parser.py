@@ -25,7 +25,6 @@ taxonomy and the counting rules.
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import re
 import zipfile
@@ -34,6 +33,7 @@ from typing import IO, Iterable, Iterator, Optional, Union
 
 from ._common import EVENT, IGNORED, UNKNOWN
 from ._legacy import LegacyHandler
+from .limits import MAX_RATIO, MIN_BUDGET_BYTES, BoundedLines, GcInputError
 from ._unified import UnifiedHandler
 from .model import GcEvent, ParseStats, drop_implausible
 
@@ -200,15 +200,20 @@ def open_log(path: PathLike) -> IO[str]:
     p = os.fspath(path)
     with open(p, "rb") as fh:
         magic = fh.read(4)
+    # collectors.gc.limits bounds line length, expansion and empty runs, and reads a damaged gzip up to the damage
     if magic[:2] == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", errors="replace")
+        return BoundedLines(gzip.open(p, "rb"), p, budget=max(MIN_BUDGET_BYTES, MAX_RATIO * os.path.getsize(p)))
     if magic == b"PK\x03\x04":
-        zf = zipfile.ZipFile(p)
+        try:
+            zf = zipfile.ZipFile(p)
+        except zipfile.BadZipFile as e:
+            raise GcInputError(f"GC log {p}: damaged zip archive ({e}); unzip what you can and give the plain file") from None
         names = [n for n in zf.namelist() if not n.endswith("/")]
         if not names:
             raise ValueError(f"empty zip archive: {p}")
-        return io.TextIOWrapper(zf.open(names[0]), encoding="utf-8", errors="replace")
-    return open(p, "r", encoding="utf-8", errors="replace")
+        size = zf.getinfo(names[0]).compress_size
+        return BoundedLines(zf.open(names[0]), p, budget=max(MIN_BUDGET_BYTES, MAX_RATIO * size))
+    return BoundedLines(open(p, "rb"), p, budget=None)
 
 
 def iter_events(lines: Iterable[str], parser: Optional[GcLogParser] = None, **kwargs) -> Iterator[GcEvent]:

@@ -21,12 +21,21 @@ from collections import defaultdict
 import httpx
 
 from collectors.base import ms_floor, obs_key, parse_ts
-from collectors.bronze import BronzeBuffer, CollectorHost, flush_periodically
+from collectors.bronze import BronzeBuffer, CollectorHost, flush_periodically, land_or_spill, recording_path
 from collectors.jolokia import error_kind_of
 from collectors.recording import envelope
 from collectors.zookeeper.coordination import ReadOnlyZk, take_snapshot, watch_request
-from collectors.zookeeper.wire import (SOURCE_ZNODE, ZkExchange, admin_command, compact_json, default_admin_url,
-                                       endpoint_of, four_letter_word, not_serving, whitelist_refusal)
+from collectors.zookeeper.wire import (
+    SOURCE_ZNODE,
+    ZkExchange,
+    admin_command,
+    compact_json,
+    default_admin_url,
+    endpoint_of,
+    four_letter_word,
+    not_serving,
+    whitelist_refusal,
+)
 from settings import Target
 
 log = logging.getLogger("brokerscope.collect")
@@ -108,7 +117,8 @@ class ZkCollector:
             finally:
                 done.set()
                 await flusher  # never two bronze commits at once: the last one runs after it
-                self.flush()
+                land_or_spill(self.flush, self._pending, self.parent.stats, recording_path(self.parent.recorder),
+                              self.parent.spill_dirs())
 
     # -- scheduling ------------------------------------------------------------------------------
 
@@ -220,7 +230,7 @@ class ZkCollector:
             env = envelope(ms_floor(tick), t.name, [ex.request], ex.response, ex.error, ex.elapsed_ms, source=ex.source)
             if self.parent.recorder:
                 self.parent.recorder.write(env)
-            self._pending.append(bronze_zk_row(env, t.kind, t.group, "collect"))
+            self._pending.add(bronze_zk_row(env, t.kind, t.group, "collect"), env)
             if self.parent.on_observation:
                 self.parent.on_observation(env)
 
