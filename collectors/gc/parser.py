@@ -37,7 +37,10 @@ from ._legacy import LegacyHandler
 from ._unified import UnifiedHandler
 from .model import GcEvent, ParseStats, drop_implausible
 
-__all__ = ["GcLogParser", "iter_events", "open_log", "parse_file", "parse_lines"]
+__all__ = [
+    "GcLogParser", "PythonGcLogParser", "iter_events", "open_log", "parse_file", "parse_lines",
+    "parser_impl",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -46,8 +49,38 @@ _UNIFIED_FIRST = "[GUISA"
 _ABSURD_NUMBER_RE = re.compile(r"\d{100}")
 
 
+def parser_impl() -> str:
+    """'native' or 'python': the implementation GcLogParser() builds.  The native core (Rust,
+    native/gcparse) is used when it is installed; BROKERSCOPE_GC_PARSER=python|native forces
+    one (native raises ImportError when it is not installed)."""
+    from . import native
+
+    forced = os.environ.get("BROKERSCOPE_GC_PARSER", "").strip().lower()
+    if forced == "python":
+        return "python"
+    if forced == "native" or native.AVAILABLE:
+        return "native"
+    return "python"
+
+
 class GcLogParser:
-    """Line-by-line GC log parser (a state machine; not thread-safe).
+    """Line-by-line GC log parser: ``GcLogParser(**kw)`` builds the native core's parser when
+    it is installed (collectors.gc.native.NativeGcLogParser), else :class:`PythonGcLogParser`;
+    both have this API and produce the same events (see :func:`parser_impl`)."""
+
+    def __new__(cls, **kwargs):
+        if cls is not GcLogParser:
+            return super().__new__(cls)
+        if parser_impl() == "native":
+            from .native import NativeGcLogParser
+
+            return NativeGcLogParser(**kwargs)
+        return PythonGcLogParser(**kwargs)
+
+
+class PythonGcLogParser(GcLogParser):
+    """Line-by-line GC log parser (a state machine; not thread-safe): the Python
+    implementation, which is the specification of the native core.
 
     :param jvm_start: JVM start time (aware, or naive = UTC).  When the log has no wall-clock
         decorator/datestamp, ``wall_time = jvm_start + uptime``.
@@ -233,5 +266,17 @@ def parse_lines(lines: Iterable[str], **kwargs) -> tuple[list[GcEvent], ParseSta
 
 def parse_file(path: PathLike, **kwargs) -> tuple[list[GcEvent], ParseStats]:
     """Parse a GC log file (plain, ``.gz`` or ``.zip``); returns (events, stats)."""
+    p = GcLogParser(**kwargs)
     with open_log(path) as fh:
-        return parse_lines(fh, **kwargs)
+        if hasattr(p, "feed_text"):  # native core: whole text blocks, split into lines natively
+            events: list[GcEvent] = []
+            while True:
+                block = fh.read(1 << 22)
+                events.extend(p.feed_text(block, end=not block))
+                if not block:
+                    break
+        else:
+            events = list(iter_events(fh, parser=p))
+            return events, p.stats
+    events.extend(p.finish())
+    return events, p.stats
