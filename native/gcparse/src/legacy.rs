@@ -184,7 +184,9 @@ impl Legacy {
         if s.contains("Total time for which") {
             let mut found = Vec::new();
             let (t, any) = sub_with(&r.stopped, &s, |c| {
-                found.push((opt(c, "date"), opt(c, "up"), c["t"].to_string(), opt(c, "r"), c[0].to_string()))
+                let pm = r.prefix.captures(&c["pfx"]);
+                let p = |n: &str| pm.as_ref().and_then(|m| opt(m, n));
+                found.push((p("date"), p("up"), c["t"].to_string(), opt(c, "r"), c[0].to_string()))
             });
             for (date, up, t, rr, whole) in found {
                 let ms = num(&t) * 1000.0;

@@ -5,7 +5,7 @@ use crate::core::{Owner, EVENT, IGNORED, UNKNOWN};
 use crate::event::Event;
 use crate::layout::{detect_layout, Layout};
 use crate::pyfns::{is_decimal, num, py_float, rstrip, rstrip_nl, size_kb, strip, Kb, PyInt};
-use crate::rx::{py_m, py_mx};
+use crate::rx::py_m;
 use crate::ts::{wall_of_date, wall_of_epoch_ms, Ts, Up};
 use regex::{CaptureLocations, Regex};
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 use crate::core::{Owner, EVENT, UNKNOWN};
 use crate::event::Event;
 use crate::pyfns::{is_alpha, num, rstrip, size_kb, slug, strip, Kb, PyInt};
-use crate::rx::{py, py_m, py_mx};
+use crate::rx::{py, py_m};
 use crate::ts::{elapsed_ms, Ts};
 use crate::unified::{Deco, Phase, Unified};
 use regex::{Captures, Regex};
