@@ -100,3 +100,70 @@ def test_truncated_files_identical(rel):
     for k in range(1, 13):
         cut = len(text) * k // 13
         assert_same(text[:cut].splitlines(keepends=True))
+
+
+# -- fuzzed input (the strategies of tests/test_gc_fuzz.py) -----------------------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.test_gc_fuzz import (  # noqa: E402
+    HUGE, ODD, _fuzz, excerpts, gc_text, mutated_excerpts, shuffled_decorators,
+)
+
+
+@_fuzz(400)
+@given(st.lists(gc_text, max_size=25))
+def test_fuzz_random_text_lines(lines):
+    assert_same(lines, sample_limit=5)
+
+
+@_fuzz(200)
+@given(st.binary(max_size=3000), st.sampled_from(("utf-8", "latin-1")))
+def test_fuzz_random_bytes(data, encoding):
+    assert_same(data.decode(encoding, errors="replace").splitlines(keepends=True))
+
+
+@_fuzz(1000)
+@given(mutated_excerpts(), st.booleans())
+def test_fuzz_mutated_corpus_lines(lines, keep_raw):
+    assert_same(lines, keep_raw=keep_raw, jvm_start=JVM_START if keep_raw else None)
+
+
+@_fuzz(300)
+@given(shuffled_decorators())
+def test_fuzz_shuffled_decorators(lines):
+    assert_same(lines)
+
+
+@_fuzz(300)
+@given(excerpts(), st.lists(st.integers(0, 100_000), max_size=30), st.sampled_from(("\n", "\r\n", "\r")))
+def test_fuzz_arbitrary_line_splits(lines, cuts, newline):
+    """Pieces of text cut anywhere, fed as lines; and the same text through feed_text."""
+    text = "".join(line.rstrip("\r\n") + newline for line in lines)
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    pieces = [text[a:b] for a, b in zip(points, points[1:]) if b > a]
+    assert_same(pieces, flush_at=frozenset(range(1, len(pieces) + 1, 7)))
+    # feed_text in those pieces == the Python parser on the text read as a file
+    p = native.NativeGcLogParser()
+    events = []
+    for piece in pieces:
+        events.extend(p.feed_text(piece))
+    events.extend(p.feed_text("", end=True))
+    events.extend(p.finish())
+    import io
+    ref = run(PythonGcLogParser(), list(io.StringIO(text, newline=None)))
+    assert ([e.to_dict() for e in events], _stats(p.stats)) == ref
+
+
+@_fuzz(300)
+@given(excerpts(), st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(ODD + "".join(HUGE[:3]))), max_size=8))
+def test_fuzz_odd_characters(lines, inserts):
+    lines = list(lines)
+    for pos, ch in inserts:
+        if lines:
+            i = pos % len(lines)
+            k = pos % (len(lines[i]) + 1)
+            lines[i] = lines[i][:k] + ch + lines[i][k:]
+    assert_same(lines)

@@ -1,0 +1,146 @@
+"""GC parse throughput on one core: plain Python line loop, the Python parser, the native core,
+and GCViewer's headless parse -- side by side in one run, on the same files.
+
+    python bench/bench_gc_native.py [--mb 50] [--repeat 3] [--cpu 1] [--gcviewer JAR]
+
+Logs (each ONE real corpus file repeated to --mb, as bench_gc_parser.py builds them):
+
+    unified-g1     local-jdk17/g1_time-uptime-level-tags.log
+    unified-zgc    local-jdk21/zgc-generational_time-uptime-level-tags.log  (generational ZGC)
+    legacy-cms     gctoolkit/preunified/cms/defnew/details/defnew.log
+
+Timed (CPU time of this process, pinned with os.sched_setaffinity; best of --repeat):
+
+    plain     ``for line in open(path, encoding="utf-8", errors="replace"): pass``
+    python    ``parse_file(path)`` with BROKERSCOPE_GC_PARSER=python: GcEvent objects
+    native    ``parse_file(path)`` on the native core: the same GcEvent objects (text read in
+              4 MB blocks, lines split and parsed in Rust, events converted to GcEvent)
+    gcviewer  ``java -cp gcviewer.jar com.tagtraum.perf.gcviewer.GCViewer <log> <csv> -t SUMMARY``
+              run once per log under ``taskset -c <cpu>``, wall clock (includes JVM start,
+              ~0.3 s; its parse dominates at --mb 50); CPU time of the child too
+
+Targets (issue P16): native >= 25 % of plain, >= 10x GCViewer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from bench_gc_parser import build, cpu_model, locate_corpus  # noqa: E402
+from collectors.gc import native  # noqa: E402
+from collectors.gc.parser import parse_file  # noqa: E402
+
+LOGS = [
+    ("unified-g1", "local-jdk17/g1_time-uptime-level-tags.log"),
+    ("unified-zgc", "local-jdk21/zgc-generational_time-uptime-level-tags.log"),
+    ("legacy-cms", "gctoolkit/preunified/cms/defnew/details/defnew.log"),
+]
+
+
+def cpu_now() -> float:
+    return time.process_time()
+
+
+def best(fn, repeat: int) -> tuple[float, object]:
+    out, t_best = None, float("inf")
+    for _ in range(repeat):
+        t0 = cpu_now()
+        out = fn()
+        t_best = min(t_best, cpu_now() - t0)
+    return t_best, out
+
+
+def plain(path: str) -> int:
+    n = 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for _line in f:
+            n += 1
+    return n
+
+
+def parse_with(impl: str, path: str):
+    os.environ["BROKERSCOPE_GC_PARSER"] = impl
+    try:
+        return parse_file(path)
+    finally:
+        del os.environ["BROKERSCOPE_GC_PARSER"]
+
+
+def gcviewer(jar: str, path: str, cpu: int) -> tuple[float, float, str]:
+    """(wall s, child CPU s, status) of GCViewer's headless parse + summary export."""
+    out = tempfile.mktemp(suffix=".csv")
+    cmd = ["taskset", "-c", str(cpu), "java", "-Xmx2g", "-cp", jar,
+           "com.tagtraum.perf.gcviewer.GCViewer", path, out, "-t", "SUMMARY"]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    status = "ok" if p.returncode == 0 and os.path.exists(out) else f"rc={p.returncode}: {p.stderr[-300:]}"
+    if os.path.exists(out):
+        os.unlink(out)
+    return wall, cpu_s, status
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=float, default=50.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cpu", type=int, default=1)
+    ap.add_argument("--gcviewer", default=None, help="gcviewer jar (default: ~/.m2 1.36)")
+    args = ap.parse_args()
+    if not native.AVAILABLE:
+        sys.exit("native core not installed (pip install ./native/gcparse)")
+    os.sched_setaffinity(0, {args.cpu})
+    jar = args.gcviewer or os.path.expanduser(
+        "~/.m2/repository/com/github/chewiebug/gcviewer/1.36/gcviewer-1.36.jar")
+    have_gcv = os.path.exists(jar) and shutil.which("java")
+    corpus = locate_corpus()
+    tmp = tempfile.mkdtemp(prefix="gcbench-")
+    print(f"# {_dt.date.today()} {platform.node()} | {cpu_model()} | pinned to CPU {args.cpu} | "
+          f"Python {platform.python_version()} | {args.mb:g} MB per log | best of {args.repeat} (CPU time)")
+    print(f"{'log':<12} {'plain MB/s':>10} {'python':>8} {'native':>8} {'gcviewer':>9} "
+          f"{'native/plain':>12} {'native/python':>13} {'native/gcv':>10} events")
+    try:
+        for name, rel in LOGS:
+            path = os.path.join(tmp, name + ".log")
+            _copies, size = build(os.path.join(corpus, rel), path, int(args.mb * 1e6))
+            mb = size / 1e6
+            t_plain, _ = best(lambda: plain(path), args.repeat)
+            t_py, (ev_py, _) = best(lambda: parse_with("python", path), max(1, args.repeat - 1))
+            t_nat, (ev_nat, _) = best(lambda: parse_with("native", path), args.repeat)
+            same = len(ev_py) == len(ev_nat) and all(a == b for a, b in zip(ev_py, ev_nat))
+            gcv = "n/a"
+            ratio_g = "n/a"
+            if have_gcv:
+                wall, cpu_s, status = gcviewer(jar, path, args.cpu)
+                if status == "ok":
+                    gcv = f"{mb / wall:.1f}"
+                    ratio_g = f"{(mb / t_nat) / (mb / wall):.1f}x"
+                else:
+                    gcv = "failed"
+                    print(f"  gcviewer on {name}: {status}")
+            print(f"{name:<12} {mb / t_plain:>10.0f} {mb / t_py:>8.1f} {mb / t_nat:>8.1f} {gcv:>9} "
+                  f"{(mb / t_nat) / (mb / t_plain):>11.1%} {t_py / t_nat:>12.1f}x {ratio_g:>10} "
+                  f"{len(ev_nat)}{'' if same else ' (EVENTS DIFFER)'}")
+            os.unlink(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
