@@ -10,17 +10,20 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from alerts.pipeline import AlertPipeline, group_key_of, history, notification_id
+from alerts.receivers import Notification, make_receiver
+from alerts.rules import Alert
+from lakehouse.store import Lakehouse
+from settings import load_config, parse_since
+
 
 def _pipeline(args):
-    from brokerscope.config import load_config
-    from lakehouse.store import Lakehouse
 
     cfg = load_config(args.config)
     return cfg, Lakehouse(cfg.lakehouse_root())
 
 
 def cmd_evaluate(args) -> int:
-    from alerts.pipeline import AlertPipeline
 
     cfg, lh = _pipeline(args)
     result = AlertPipeline(cfg, lh).tick(datetime.now(timezone.utc), dry_run=args.dry_run)
@@ -43,8 +46,6 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from alerts.pipeline import history
-    from brokerscope.timeline import parse_since
 
     _cfg, lh = _pipeline(args)
     t = history(lh, parse_since(args.since) if args.since else None)
@@ -69,9 +70,6 @@ def cmd_history(args) -> int:
 
 
 def cmd_test_receiver(args) -> int:
-    from alerts.pipeline import group_key_of, notification_id
-    from alerts.receivers import Notification, make_receiver
-    from alerts.rules import Alert
 
     cfg, _lh = _pipeline(args)
     rcfg = cfg.alerts.receiver(args.name)

@@ -21,18 +21,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector as PromCollector
 
 from alerts.rules import split_brain  # the one "active runs overlap" test, shared with the SplitBrain rule
+from collectors.packs import PACKS
 from lakehouse.tables import BROKER_STATE
+from settings.service import parse_listen
 
 log = logging.getLogger("brokerscope.exporter")
 
@@ -132,7 +135,6 @@ class StateSnapshot:
 def exclusive_kinds() -> frozenset[str]:
     """Kinds where at most one instance of a group should be active (the packs' `exclusive_roles`):
     only there are two active instances a split brain."""
-    from collectors.packs import PACKS
 
     return frozenset(k for k, p in PACKS.items() if p.exclusive_roles)
 
@@ -595,16 +597,6 @@ class MetricsListenError(OSError):
     """/metrics cannot be served where configured (port taken, address not local)."""
 
 
-def parse_listen(value: str) -> tuple[str, int]:
-    """'127.0.0.1:9464', '9464' (loopback) or '[::1]:9464' → (host, port), with a clear error."""
-    text = str(value).strip()
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "127.0.0.1", text
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{value!r} is not host:port; write e.g. 127.0.0.1:9464 (port 0 picks a free one)")
-    return host, int(port)
 
 
 @dataclass
@@ -631,7 +623,6 @@ def serve_metrics(snapshot: Callable[[], StateSnapshot], listen: str = "127.0.0.
                   max_destination_series: int = DEFAULT_MAX_DESTINATION_SERIES) -> MetricsServer:
     """Start serving /metrics (loopback unless told otherwise); its own registry, so only
     brokerscope_ families and the process' own (process_*) are exposed."""
-    from prometheus_client import ProcessCollector
 
     host, port = parse_listen(listen)
     registry = CollectorRegistry(auto_describe=False)
@@ -647,7 +638,6 @@ def serve_metrics(snapshot: Callable[[], StateSnapshot], listen: str = "127.0.0.
 
 def wait_metrics(url: str, timeout: float = 10.0) -> str:
     """GET /metrics until it answers (for tests and the bench)."""
-    import urllib.request
 
     deadline = time.monotonic() + timeout
     while True:

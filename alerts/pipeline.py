@@ -48,12 +48,12 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from alerts.config import AlertsConfig, ReceiverConfig
 from alerts.notify_log import AlertState, LogEntry, NotificationLog, Tracked
 from alerts.receivers import Notification, Receiver, SendResult, make_receiver
 from alerts.rules import BUILTIN_RULES, RULE_TABLES, SILVER_WINDOWED, Alert, evaluate
 from lakehouse.store import Lakehouse, LakehouseError
 from lakehouse.tables import contract
+from settings.alerts import AlertsConfig, ReceiverConfig
 
 __all__ = ["AlertPipeline", "TickResult", "NotificationOutcome", "Decision", "should_notify", "reconcile",
            "group_alerts", "group_key_of", "notification_id", "receiver_timing", "first_commit_pending"]

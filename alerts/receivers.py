@@ -23,6 +23,7 @@ for a re-send of the same notification, e.g. after a crash in the in-flight wind
 from __future__ import annotations
 
 import re
+import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,8 +31,8 @@ from datetime import datetime, timedelta
 
 import httpx
 
-from alerts.config import ReceiverConfig, resolve_secret
 from alerts.rules import Alert, format_ts
+from settings.alerts import ReceiverConfig, secret
 
 __all__ = ["Notification", "SendResult", "Receiver", "webhook_payload", "pagerduty_events", "alertmanager_alerts",
            "make_receiver", "IDEMPOTENCY_HEADER"]
@@ -168,7 +169,7 @@ class Receiver:
     def _headers(self, notification_id: str) -> dict[str, str]:
         h = {"Content-Type": "application/json", "User-Agent": "brokerscope-alerts",
              IDEMPOTENCY_HEADER: notification_id, **self.cfg.headers}
-        token = resolve_secret(f"receiver {self.name}", "bearer_token", self.cfg.bearer_token_env,
+        token = secret(f"receiver {self.name}", "bearer_token", self.cfg.bearer_token_env,
                                self.cfg.bearer_token_file)
         if token:
             h["Authorization"] = f"Bearer {token}"
@@ -178,7 +179,7 @@ class Receiver:
         b = self.cfg.basic_auth
         if b is None:
             return None
-        pw = resolve_secret(f"receiver {self.name}", "password", b.password_env, b.password_file)
+        pw = secret(f"receiver {self.name}", "password", b.password_env, b.password_file)
         return httpx.BasicAuth(b.username, pw or "")
 
     def _http(self) -> httpx.Client:
@@ -197,7 +198,6 @@ class Receiver:
         if not self.cfg.verify_tls:
             return False
         if self.cfg.ca_file:
-            import ssl
 
             return ssl.create_default_context(cafile=str(self.cfg.ca_file))
         return True
@@ -237,7 +237,7 @@ class Receiver:
             return self._post(self.cfg.effective_url, [webhook_payload(n, self.cfg.max_alerts)], n.notification_id)
         if self.type == "pagerduty":
             try:
-                key = resolve_secret(f"receiver {self.name}", "routing_key", self.cfg.routing_key_env,
+                key = secret(f"receiver {self.name}", "routing_key", self.cfg.routing_key_env,
                                      self.cfg.routing_key_file)
             except ValueError as e:
                 return SendResult(False, True, None, str(e))

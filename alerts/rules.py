@@ -39,7 +39,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from alerts.config import AlertsConfig, BuiltinRules, ThresholdRule
+from settings.alerts import AlertsConfig, BuiltinRules, ThresholdRule
 
 __all__ = ["Alert", "fingerprint", "evaluate", "BUILTIN_RULES", "RULE_TABLES", "live_latest", "format_ts",
            "active_runs", "split_brain"]

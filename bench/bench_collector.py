@@ -54,7 +54,6 @@ import os
 import platform
 import resource
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -366,10 +365,10 @@ def phase_collector(spec: dict) -> dict:
     (Collector.run() until the first scrape) is reported separately."""
     import asyncio
 
-    from brokerscope.config import config_from_dict
     from collectors.base import parse_ts
     from collectors.scraper import Collector
     from lakehouse.store import Lakehouse
+    from settings import config_from_dict
 
     lh_root = spec["lakehouse"]
     cfg = config_from_dict({

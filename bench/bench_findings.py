@@ -13,12 +13,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout this file is in
 
+from analysis.params import analysis_params  # noqa: E402
+from analysis.runner import run_findings  # noqa: E402
+from analysis.spine import run_gold  # noqa: E402
 from bench.bench_spine import generate  # noqa: E402
-from brokerscope.analyze import run_findings  # noqa: E402
-from brokerscope.config import config_from_dict  # noqa: E402
-from lakehouse.jobs.spine import run_gold  # noqa: E402
 from lakehouse.spark import SparkLakehouse, spark_session  # noqa: E402
 from lakehouse.store import Lakehouse  # noqa: E402
+from settings import config_from_dict  # noqa: E402
 
 
 def main() -> None:
@@ -38,14 +39,14 @@ def main() -> None:
           f"split_brain_windows {lh.count('split_brain_windows'):,}")
     stamps = []
     t = time.perf_counter()
-    run_findings(slh, cfg, lambda m: stamps.append((m, time.perf_counter())), full=True)
+    run_findings(slh, analysis_params(cfg), lambda m: stamps.append((m, time.perf_counter())), full=True)
     end = time.perf_counter()
     for (m, a), b in zip(stamps, [s for _, s in stamps[1:]] + [end]):
         print(f"  {m}: {b - a:.1f} s")
     print(f"full: {end - t:.1f} s; risk_findings {lh.count('risk_findings'):,}, incidents {lh.count('incidents'):,}, "
           f"incident_evidence {lh.count('incident_evidence'):,}")
     t = time.perf_counter()
-    run_findings(slh, cfg, lambda m: None)
+    run_findings(slh, analysis_params(cfg), lambda m: None)
     print(f"rerun, inputs unchanged: {time.perf_counter() - t:.2f} s")
     spark.stop()
 

@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", help="keep the lakehouse here (default: a temp dir, removed)")
     args = ap.parse_args(argv)
 
-    from lakehouse.jobs.spine import run_gold
+    from analysis.spine import run_gold
     from lakehouse.spark import SparkLakehouse, spark_session
 
     t_start = time.perf_counter()

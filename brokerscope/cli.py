@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from pathlib import Path
 
+from brokerscope.demo import run_demo
+from brokerscope.errors import USER_ERRORS
+from brokerscope.gc_cli import collect_with_gc
+from brokerscope.timeline import ZK_TIMELINE_TABLES, build_timeline, render_incidents, render_json, render_text
+from collectors.replay import replay
+from collectors.scraper import collect
+from infra import lab
+from lakehouse.store import Lakehouse
+from lakehouse.tables import TABLES, catalogue_markdown
+from settings import load_config, parse_duration, parse_since
+
 
 def _load(args):
-    from brokerscope.config import load_config
 
     return load_config(args.config)
 
 
 def cmd_collect(args) -> int:
-    from collectors.scraper import collect
 
     cfg = _load(args)
     dur = None
     if args.duration:
-        from brokerscope.config import parse_duration
 
         dur = parse_duration(args.duration)
     print(
@@ -30,7 +39,6 @@ def cmd_collect(args) -> int:
         file=sys.stderr,
     )
     if any(t.gc_logs for t in cfg.targets):
-        from brokerscope.gc_cli import collect_with_gc
 
         stats, gc_stats = collect_with_gc(cfg, duration=dur, record=args.record, progress=not args.quiet)
         print(stats.summary())
@@ -42,7 +50,6 @@ def cmd_collect(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from collectors.replay import replay
 
     cfg = _load(args)
     total_new = 0
@@ -70,7 +77,7 @@ def cmd_replay(args) -> int:
 
 
 def cmd_analyze(args) -> int:
-    from brokerscope.analyze import analyze
+    from analysis.runner import analyze  # deferred: pyspark is heavy to import
 
     cfg = _load(args)
     say = lambda m: print(f"· {m}", file=sys.stderr)  # noqa: E731
@@ -81,8 +88,6 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_timeline(args) -> int:
-    from brokerscope.timeline import ZK_TIMELINE_TABLES, build_timeline, parse_since, render_json, render_text
-    from lakehouse.store import Lakehouse
 
     cfg = _load(args)
     lh = Lakehouse(cfg.lakehouse_root())
@@ -104,7 +109,6 @@ def cmd_timeline(args) -> int:
         return 0
     text = render_text(entries)
     if lh.exists("incidents"):
-        from brokerscope.timeline import render_incidents
 
         text += render_incidents(lh.read("incidents"), group=args.group, since=parse_since(args.since))
     sys.stdout.write(text)
@@ -112,7 +116,6 @@ def cmd_timeline(args) -> int:
 
 
 def cmd_tables(args) -> int:
-    from lakehouse.tables import TABLES, catalogue_markdown
 
     if args.markdown:
         sys.stdout.write(catalogue_markdown())
@@ -123,13 +126,11 @@ def cmd_tables(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from brokerscope.demo import run_demo
 
     return run_demo(Path(args.workdir), scrape_interval=args.interval, keep=args.keep)
 
 
 def cmd_lab(args) -> int:
-    from infra import lab
 
     return lab.main([args.action, "--workdir", args.workdir])
 
@@ -168,7 +169,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_timeline)
 
     # Each part registers its own subcommands (one module per part, one add_parser(sub) each).
-    import importlib
 
     for module in ("brokerscope.gc_cli", "brokerscope.simulate_cli", "brokerscope.drill_cli", "brokerscope.run_cli",
                    "alerts.cli", "dashboards.cli"):
@@ -196,7 +196,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
     )
-    from brokerscope.errors import USER_ERRORS
 
     try:
         return args.func(args)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from brokerscope.config import load_config
 from brokerscope.drills import kill_master
 from brokerscope.drills.common import say
+from brokerscope.timeline import build_timeline, render_text
+from lakehouse.store import Lakehouse
+from settings import load_config
 
 __all__ = ["run_drill", "compare", "run_demo", "say"]
 
@@ -47,9 +49,7 @@ def compare(truth: dict, failovers: list[dict], interval: float) -> list[str]:
 
 
 def run_demo(workdir: Path, scrape_interval: float = 0.5, keep: bool = False) -> int:
-    from brokerscope.analyze import analyze
-    from brokerscope.timeline import build_timeline, render_text
-    from lakehouse.store import Lakehouse
+    from analysis.runner import analyze  # deferred: pyspark is heavy to import
 
     workdir = workdir.resolve()
     cfg_path, truth = run_drill(workdir, scrape_interval, keep)

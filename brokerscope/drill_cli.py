@@ -7,9 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from brokerscope.drills import DRILLS, drill_module, run_drill
+from brokerscope.drills.common import say
+from infra.lab import LabError
+
 
 def add_parser(sub) -> None:
-    from brokerscope.drills import DRILLS, drill_module
 
     lines = "\n".join(f"  {n:<19} {summary(drill_module(n), n)}" for n in DRILLS)
     sp = sub.add_parser(
@@ -29,7 +32,6 @@ def summary(mod, name: str) -> str:
 
 
 def cmd_drill(args) -> int:
-    from brokerscope.drills import DRILLS
 
     if args.interval <= 0:
         print(f"error: --interval must be positive seconds, not {args.interval}", file=sys.stderr)
@@ -45,9 +47,6 @@ def cmd_drill(args) -> int:
 
 def run_one(name: str, workdir: Path, interval: float) -> dict:
     """One drill; a lab that cannot start is reported as a failed drill with its error, not a traceback."""
-    from brokerscope.drills import run_drill
-    from brokerscope.drills.common import say
-    from infra.lab import LabError
 
     say(f"=== drill {name} → {workdir}")
     try:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import json
 import os
@@ -16,9 +17,13 @@ import threading
 from dataclasses import asdict
 from datetime import datetime, timezone
 
-from brokerscope.config import Config, ConfigError, load_config, parse_duration
 from collectors.gc import parse_file
 from collectors.gc.analysis import Thresholds, findings, summarize, summarize_findings
+from collectors.gc.tailer import GcTailer, file_identity
+from collectors.recording import RecordingWriter
+from collectors.scraper import Collector
+from lakehouse.store import Lakehouse
+from settings import Config, ConfigError, load_config, parse_duration
 
 # --- report ----------------------------------------------------------------------------------------
 
@@ -149,8 +154,8 @@ class ProgressBar:
 
 
 def cmd_import(args) -> int:
-    from collectors.gc.tailer import file_identity
-    from lakehouse.jobs.gc import import_files
+    from analysis.gc import import_files  # deferred: pyspark is heavy to import
+    from analysis.params import gc_params  # deferred: pyspark is heavy to import
 
     cfg = load_config(args.config)
     paths = expand_paths(args.paths)
@@ -160,7 +165,7 @@ def cmd_import(args) -> int:
     slh = _spark_lakehouse(cfg, args.mode)
     bar = ProgressBar("parsing") if not args.quiet else None
     try:
-        counts = import_files(slh, cfg, files, progress=bar)
+        counts = import_files(slh, gc_params(cfg), files, progress=bar)
     finally:
         if bar:
             bar.close()
@@ -173,16 +178,16 @@ def cmd_import(args) -> int:
 
 
 def _spark_lakehouse(cfg: Config, mode: str = "auto"):
-    from lakehouse.spark import SparkLakehouse, spark_session
-    from lakehouse.store import Lakehouse
+    from lakehouse.spark import SparkLakehouse, spark_session  # deferred: pyspark is heavy to import
 
     return SparkLakehouse(spark_session(), Lakehouse(cfg.lakehouse_root()), mode=mode)
 
 
 def run_analysis(cfg: Config, mode: str = "auto", full: bool = False, progress=None) -> dict[str, int]:
-    from lakehouse.jobs.gc import run_gc
+    from analysis.gc import run_gc  # deferred: pyspark is heavy to import
+    from analysis.params import gc_params  # deferred: pyspark is heavy to import
 
-    return run_gc(_spark_lakehouse(cfg, mode), cfg, full=full, progress=progress)
+    return run_gc(_spark_lakehouse(cfg, mode), gc_params(cfg), full=full, progress=progress)
 
 
 def cmd_analyze(args) -> int:
@@ -203,8 +208,6 @@ def _require_gc_logs(cfg: Config) -> None:
 
 
 def cmd_tail(args) -> int:
-    from collectors.gc.tailer import GcTailer
-    from collectors.recording import RecordingWriter
 
     cfg = load_config(args.config)
     _require_gc_logs(cfg)
@@ -252,11 +255,7 @@ class SharedRecorder:
 def collect_with_gc(cfg: Config, duration: float | None, record: str | None, progress: bool = True):
     """`brokerscope collect` when targets have gc_logs: the Jolokia collector and the GC tailer side
     by side, into one lakehouse and one recording. Returns (collect stats, tail stats)."""
-    import asyncio
 
-    from collectors.gc.tailer import GcTailer
-    from collectors.recording import RecordingWriter
-    from collectors.scraper import Collector
 
     writer = RecordingWriter(record) if record else None
     shared = SharedRecorder(writer) if writer else None

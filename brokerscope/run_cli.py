@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
+from alerts.exporter import MetricsListenError
+from brokerscope.service import Service, say
+from settings import ConfigError, load_config, parse_duration
+
 
 def cmd_run(args) -> int:
-    from pydantic import ValidationError
 
-    from alerts.exporter import MetricsListenError
-    from brokerscope.config import ConfigError, load_config, parse_duration
-    from brokerscope.service import Service, say
 
     cfg = load_config(args.config)
     overrides: dict = {}

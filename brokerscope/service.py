@@ -11,15 +11,7 @@ seconds, and a Spark run takes longer than that. So there are two paths:
   background thread with one warm Spark session; gold findings, and the gold-derived metrics, are
   as fresh as the last run.
 
-```yaml
-service:                          # optional; these are the defaults
-  metrics: true                   # serve /metrics
-  metrics_listen: 127.0.0.1:9464  # loopback unless told otherwise; port 0 picks a free one
-  max_destination_series: 50      # cap of destination / topic / stuck-message series per metric
-  analysis: true                  # run the Spark jobs in the background
-  analysis_interval: 30s          # … this often (a run that takes longer delays the next, never overlaps)
-  alert_interval: null            # tick the alerts at least this often without scrapes (default: scrape_interval)
-```
+Its settings: the `service:` section (settings/service.py).
 
 SIGTERM or Ctrl-C stops it gracefully: the collector lands what it holds in bronze, a running
 Spark job is cancelled (the next run redoes it from the watermark), /metrics closes.
@@ -35,14 +27,18 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-if TYPE_CHECKING:  # brokerscope.config imports this module (ServiceSettings): the rest is imported when used
-    from brokerscope.config import Config, Target
-    from collectors.base import Rows
-    from alerts.exporter import StateSnapshot
+from alerts.exporter import LatestState, StateSnapshot, gold_rows, serve_metrics
+from alerts.pipeline import AlertPipeline
+from collectors.base import Rows, obs_key
+from collectors.gc.tailer import GcTailer
+from collectors.packs import pack_for
+from collectors.recording import observation_from_envelope
+from collectors.scraper import Collector
+from lakehouse.store import Lakehouse
+from settings import Config, Target
+from settings.service import ServiceSettings
 
 log = logging.getLogger("brokerscope.service")
 
@@ -53,36 +49,6 @@ class Stopping(Exception):
     """Raised inside an analysis run when the service stops (between two jobs)."""
 
 
-def _duration(v: object) -> float:
-    from brokerscope.config import parse_duration  # lazily: brokerscope.config imports this module
-
-    return parse_duration(v)
-
-
-class ServiceSettings(BaseModel):
-    """Top-level `service:` section of the config (`brokerscope run`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    metrics: bool = True
-    metrics_listen: str = "127.0.0.1:9464"
-    max_destination_series: int = Field(default=50, ge=1)
-    analysis: bool = True
-    analysis_interval: float = 30.0
-    alert_interval: float | None = None
-
-    @field_validator("analysis_interval", "alert_interval", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float | None:
-        return None if v is None else _duration(v)
-
-    @field_validator("metrics_listen")
-    @classmethod
-    def _listen(cls, v: str) -> str:
-        from alerts.exporter import parse_listen
-
-        parse_listen(v)
-        return v
 
 
 def say(msg: str) -> None:
@@ -93,11 +59,8 @@ def say(msg: str) -> None:
 # --- the fast path: one scrape → silver rows in memory -------------------------------------------
 
 
-def observation_rows(env: dict, target: "Target") -> "Rows":
+def observation_rows(env: dict, target: Target) -> Rows:
     """The silver rows of one Jolokia envelope, exactly as the Spark job will derive them."""
-    from collectors.base import obs_key
-    from collectors.packs import pack_for
-    from collectors.recording import observation_from_envelope
 
     obs = observation_from_envelope(env, target.kind, target.group)
     return pack_for(target.kind).normalize(obs, obs_key(env["source"], env["target"], obs.ts, env["request"]))
@@ -135,13 +98,8 @@ class TickStats:
             self.last_error = f"{type(error).__name__}: {error}"
 
 
-def load_pipeline(cfg: "Config", lakehouse):
-    """The alert pipeline (alerts.pipeline.AlertPipeline), or None while that part is absent."""
-    try:
-        from alerts.pipeline import AlertPipeline
-    except ImportError as e:
-        log.warning("alerting is off: %s", e)
-        return None
+def load_pipeline(cfg: Config, lakehouse) -> AlertPipeline:
+    """The alert pipeline of the config's `alerts:` section."""
     return AlertPipeline(cfg, lakehouse)
 
 
@@ -149,11 +107,8 @@ class Service:
     """One long-lived process: the collector on the main thread's event loop, the alert ticks and
     the Spark analysis on their own threads, /metrics on prometheus-client's server thread."""
 
-    def __init__(self, cfg: "Config", settings: ServiceSettings | None = None, progress: Callable[[str], None] | None = say,
+    def __init__(self, cfg: Config, settings: ServiceSettings | None = None, progress: Callable[[str], None] | None = say,
                  pipeline=None, spark=None) -> None:
-        from alerts.exporter import LatestState
-        from collectors.scraper import Collector
-        from lakehouse.store import Lakehouse
 
         self.cfg = cfg
         self.settings = settings or getattr(cfg, "service", None) or ServiceSettings()
@@ -242,7 +197,7 @@ class Service:
     def _analysis_loop(self) -> None:
         try:
             if self.spark is None:
-                from lakehouse.spark import spark_session
+                from lakehouse.spark import spark_session  # deferred: pyspark is heavy to import
 
                 self.say("starting Spark (local) for the background analysis")
                 self.spark = spark_session("brokerscope-run")
@@ -254,7 +209,7 @@ class Service:
 
     def analyze_once(self) -> dict[str, int]:
         """One incremental analysis run, then a refresh of the gold-derived metrics."""
-        from brokerscope.analyze import analyze
+        from analysis.runner import analyze  # deferred: pyspark is heavy to import
 
         started, counts, error = time.time(), {}, None
         try:
@@ -279,7 +234,6 @@ class Service:
         log.debug("analysis: %s", msg)
 
     def refresh_gold(self) -> None:
-        from alerts.exporter import gold_rows
 
         gold = gold_rows(self.lakehouse, datetime.now(timezone.utc), {t.name: t.group for t in self.cfg.targets})
         with self._lock:
@@ -287,8 +241,7 @@ class Service:
 
     # -- /metrics ---------------------------------------------------------------------------------
 
-    def snapshot(self) -> "StateSnapshot":
-        from alerts.exporter import StateSnapshot
+    def snapshot(self) -> StateSnapshot:
 
         snap = self.live.fill(StateSnapshot())
         with self._lock:
@@ -308,7 +261,6 @@ class Service:
     def start_background(self) -> None:
         """/metrics, the alert thread, the analysis thread (and the GC tailer when targets have gc_logs)."""
         if self.settings.metrics:
-            from alerts.exporter import serve_metrics
 
             self.metrics_server = serve_metrics(self.snapshot, self.settings.metrics_listen, self.settings.max_destination_series)
             self.say(f"serving {self.metrics_server.url}")
@@ -330,7 +282,6 @@ class Service:
         self._threads.append(t)
 
     def _gc_tail_loop(self) -> None:
-        from collectors.gc.tailer import GcTailer
 
         with GcTailer(self.cfg, lakehouse=self.lakehouse) as tailer:
             tailer.run(self._stop)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import sys
 
+from brokerscope.simulate import SCENARIOS, ScenarioError, Spec, build
+from brokerscope.simulate.render import write_scenario, write_suite
+from brokerscope.simulate.scenarios import suite
+from brokerscope.simulate.score import score_dir
+from settings import parse_duration
+
 KINDS = ("activemq", "artemis", "kafka", "weblogic")
 
 
 def _spec(args):
-    from brokerscope.config import parse_duration
-    from brokerscope.simulate import SCENARIOS, Spec
 
     kind = args.kind or (SCENARIOS[args.scenario].kinds[0] if args.scenario in SCENARIOS else "activemq")
     interval = parse_duration(args.interval)
@@ -21,7 +25,6 @@ def _spec(args):
 
 
 def _list() -> int:
-    from brokerscope.simulate import SCENARIOS
 
     width = max(map(len, SCENARIOS))
     for name, e in SCENARIOS.items():
@@ -30,7 +33,6 @@ def _list() -> int:
 
 
 def _score(directory: str, args) -> int:
-    from brokerscope.simulate.score import score_dir
 
     say = (lambda m: print(f"· {m}", file=sys.stderr)) if not args.quiet else None  # noqa: E731
     reports = score_dir(directory, lakehouse=args.lakehouse, progress=say)
@@ -47,8 +49,6 @@ def _score(directory: str, args) -> int:
 
 def _write_all(args) -> int:
     """Every scenario for every kind it applies to, in one recording (one analysis scores them all)."""
-    from brokerscope.simulate.render import write_suite
-    from brokerscope.simulate.scenarios import ScenarioError, suite
 
     if not args.out:
         raise ScenarioError("where should the scenarios be written? add --out DIR")
@@ -63,8 +63,6 @@ def _write_all(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from brokerscope.simulate import SCENARIOS, ScenarioError, build
-    from brokerscope.simulate.render import write_scenario
 
     try:
         if args.list:

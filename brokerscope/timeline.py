@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pyarrow as pa
-
-from brokerscope.config import parse_duration
 
 
 @dataclass(frozen=True)
@@ -223,17 +221,6 @@ def _short(err: str) -> str:
     return first[:80]
 
 
-def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
-    """'2026-11-21T22:30:00Z' or a look-back like '15m' / '2h'."""
-    if not text:
-        return None
-    try:
-        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
-    except ValueError:
-        pass
-    now = now or datetime.now(timezone.utc)
-    return now - timedelta(seconds=parse_duration(text))
 
 
 def render_text(entries: list[Entry]) -> str:

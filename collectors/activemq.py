@@ -27,16 +27,8 @@ EnqueueCounter − DequeueCounter, the messages the bridge took in but has not y
 
 from __future__ import annotations
 
-from collectors.base import (
-    MBeanRead,
-    Observation,
-    Rows,
-    as_bool,
-    as_int,
-    base_row,
-    iter_mbean_reads,
-    unanswered_state_row,
-)
+from collectors.base import (MBeanRead, Observation, Rows, as_bool, as_int, base_row, iter_mbean_reads,
+                             unanswered_state_row)
 from collectors.objectname import decode_activemq
 
 DOMAIN = "org.apache.activemq"

@@ -63,7 +63,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.base import MBeanRead, Observation, Rows, as_bool, as_int, base_row, iter_mbean_reads, unanswered_state_row
+from collectors.base import (MBeanRead, Observation, Rows, as_bool, as_int, base_row, iter_mbean_reads,
+                             unanswered_state_row)
 from collectors.objectname import ObjectName, quote_if_needed
 
 DOMAIN = "org.apache.activemq.artemis"

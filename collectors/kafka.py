@@ -51,7 +51,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from collectors.base import MBeanRead, Observation, Rows, as_float, as_int, base_row, iter_mbean_reads, unanswered_state_row
+from collectors.base import (MBeanRead, Observation, Rows, as_float, as_int, base_row, iter_mbean_reads,
+                             unanswered_state_row)
 from collectors.objectname import ObjectName
 
 SERVER = "kafka.server"

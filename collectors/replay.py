@@ -7,7 +7,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brokerscope.config import Config, ConfigError
 from collectors.gc.ingest import SOURCE as GC_SOURCE
 from collectors.gc.ingest import bronze_rows as gc_bronze_rows
 from collectors.gc.ingest import validate as gc_validate
@@ -15,6 +14,7 @@ from collectors.recording import ReadReport, bronze_row, read_envelopes
 from collectors.zookeeper import SOURCES as ZK_SOURCES
 from collectors.zookeeper import bronze_zk_row, validate_zk_envelope
 from lakehouse.store import Lakehouse
+from settings import Config, ConfigError
 
 BATCH = 5000
 

@@ -3,7 +3,7 @@ sweeps through the second.
 
 Jolokia stamps every answer with the broker JVM's clock in whole seconds. On a grid of exactly
 `interval` (1 s, 5 s, …) a collector would always read that clock at the same sub-second phase,
-so the clock-skew estimate (lakehouse/jobs/spine.py) would carry a constant error of up to
+so the clock-skew estimate (analysis/clock_skew.py) would carry a constant error of up to
 ±0.5 s. Here scrape k of a target is due at ``start + k * period(interval)`` with the period
 shorter than the interval by 1/PHASE_STEPS of min(1 s, interval): the phase walks backwards
 through the broker's second, in steps of at most 1/PHASE_STEPS s within 2 × PHASE_STEPS scrapes

@@ -13,40 +13,20 @@ import math
 import ssl
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
-from brokerscope.config import Config, ConfigError, Target
 from collectors.base import ms_floor
+from collectors.bronze import BronzeBuffer, CollectStats, TargetStats, flush_periodically
 from collectors.jolokia import JolokiaClient, shared_ssl_context
 from collectors.packs import pack_for
+from collectors.recording import RecordingWriter, bronze_row, envelope
 from collectors.sampling import DestinationSampler
 from collectors.schedule import period, scrape_due
-from collectors.recording import RecordingWriter, bronze_row, envelope
+from collectors.zookeeper import ZkCollector
 from lakehouse.store import Lakehouse
+from settings import Config, ConfigError, Target
 
 log = logging.getLogger("brokerscope.collect")
-
-
-@dataclass
-class TargetStats:
-    scrapes: int = 0
-    errors: int = 0
-    last_error: str | None = None
-    last_ok: float | None = None
-
-
-@dataclass
-class CollectStats:
-    targets: dict[str, TargetStats] = field(default_factory=dict)
-    bronze_rows: int = 0
-    flushes: int = 0
-    flush_errors: int = 0  # failed bronze commits (retried; the rows stay buffered)
-    last_flush_error: str | None = None
-
-    def summary(self) -> str:
-        parts = [f"{n}: {s.scrapes} scrapes, {s.errors} errors" for n, s in self.targets.items()]
-        return f"{self.bronze_rows} bronze rows in {self.flushes} commits ({'; '.join(parts)})"
 
 
 class Collector:
@@ -84,8 +64,6 @@ class Collector:
                 for i, t in enumerate(jolokia)
             ]
             if zookeeper:
-                from collectors.zookeeper import ZkCollector
-
                 tasks.append(asyncio.create_task(ZkCollector(self, zookeeper).run(t_end)))
             flusher = asyncio.create_task(self._flush_loop())
             await asyncio.gather(*tasks)
@@ -189,40 +167,6 @@ class Collector:
             self.stats.bronze_rows += n
             self.stats.flushes += 1
         return max(n, 0)
-
-
-class BronzeBuffer(list):
-    """Rows waiting for their bronze commit. A failed commit (disk full, lakehouse unwritable)
-    keeps them, in order, for the next one: nothing is dropped while storage is away."""
-
-    def __init__(self, lakehouse: Lakehouse, table: str) -> None:
-        super().__init__()
-        self.lakehouse, self.table = lakehouse, table
-
-    def flush(self) -> int:
-        """Commit; returns the new rows (-1: nothing was buffered). Raises the LakehouseError."""
-        batch = self[:]
-        if not batch:
-            return -1
-        n = self.lakehouse.append_new(self.table, batch)
-        del self[: len(batch)]  # rows added during the commit stay for the next one
-        return n
-
-
-async def flush_periodically(flush: Callable[[], int], stop: asyncio.Event, interval: float, stats: CollectStats) -> None:
-    """Call `flush` (in a thread: delta-rs commits block) every `interval` until `stop` is set.
-    A failing commit is logged and retried at the next interval; the rows stay buffered."""
-    while not stop.is_set():
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=interval)
-        except asyncio.TimeoutError:
-            pass
-        try:
-            await asyncio.to_thread(flush)
-        except Exception as e:  # noqa: BLE001 - storage full or unwritable: keep collecting
-            stats.flush_errors += 1
-            stats.last_flush_error = str(e)
-            log.error("bronze commit failed; the rows stay buffered and are retried every %gs: %s", interval, e)
 
 
 def collect(config: Config, duration: float | None = None, record: str | None = None, progress: bool = True) -> CollectStats:

@@ -57,7 +57,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from collectors.base import MBeanRead, Observation, Rows, as_bool, as_int, base_row, iter_mbean_reads, unanswered_state_row
+from collectors.base import (MBeanRead, Observation, Rows, as_bool, as_int, base_row, iter_mbean_reads,
+                             unanswered_state_row)
 
 DOMAIN = "com.bea"
 JMS_RUNTIME = "JMSRuntime"

@@ -9,8 +9,8 @@ through `dashboards.data` (delta-rs, no JVM) and computes no findings of its own
 from __future__ import annotations
 
 import hmac
-import logging
 import ipaddress
+import logging
 import threading
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,13 +21,13 @@ import flask
 from dash import Input, Output, State, dcc, html
 from werkzeug.serving import make_server
 
-from brokerscope.timeline import parse_since
 from dashboards import data as D
 from dashboards import layout as L
 from dashboards.figures import incident_timeline, lag_figure
 from dashboards.report import FORMATS, render
-from dashboards.settings import DashboardAuth, DashboardSettings
-from lakehouse.store import LakehouseError
+from lakehouse.store import Lakehouse, LakehouseError
+from settings import parse_since
+from settings.dashboard import DashboardAuth, DashboardSettings
 
 RANGE_PAD = {"1h": timedelta(hours=1), "6h": timedelta(hours=6), "24h": timedelta(hours=24)}
 
@@ -193,7 +193,7 @@ def install_auth(server: flask.Flask, auth: DashboardAuth, password: str | None)
 
 def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password: str | None = None) -> dash.Dash:
     settings = settings or DashboardSettings()
-    import pandas  # noqa: F401  (the first delta-rs read imports it: pay that at start-up, not on a request)
+    import pandas  # noqa: F401  deferred: pandas (heavy) loads when the server starts, not on its first request
 
     # eager_loading: plotly.js is fetched and parsed with the page, not after the first figure arrives
     app = dash.Dash(__name__, title="brokerscope", suppress_callback_exceptions=True, serve_locally=True,
@@ -290,7 +290,6 @@ class DashboardServer:
 
 def open_gold(root: str, max_points: int = 1000) -> D.Gold:
     """The lakehouse at root, which must exist (never created by the dashboard)."""
-    from lakehouse.store import Lakehouse
 
     if "://" not in root and not Path(root).is_dir():
         raise FileNotFoundError(f"no lakehouse at {root}: collect or replay first (brokerscope collect -c CFG / "

@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from dashboards import data as D
+from dashboards.report import render
+from settings import ConfigError, load_config
+from settings.dashboard import check_exposure
+
 
 def cmd_dashboard(args) -> int:
-    from brokerscope.config import ConfigError, load_config
-    from dashboards.app import DashboardServer, create_app, open_gold
-    from dashboards.settings import check_exposure
+    from dashboards.app import DashboardServer, create_app, open_gold  # deferred: dash is heavy to import
 
     cfg = load_config(args.config)
     settings = cfg.dashboard
@@ -30,10 +33,7 @@ def cmd_dashboard(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from brokerscope.config import load_config
-    from dashboards import data as D
-    from dashboards.app import open_gold
-    from dashboards.report import render
+    from dashboards.app import open_gold  # deferred: dash is heavy to import
 
     cfg = load_config(args.config)
     gold = open_gold(cfg.lakehouse_root())

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake import DeltaTable
 
 from lakehouse.store import Lakehouse, sql_literal
 from lakehouse.tables import TABLES
@@ -415,7 +416,6 @@ def latest_per(table: pa.Table | None, key: str, ts: str = "ts") -> dict[str, di
 def recent_rows(gold: Gold, name: str, columns: list[str], key: str, wanted: set[str], max_days: int = 31) -> pa.Table | None:
     """Rows of the newest obs_date partitions, going back day by day until every `wanted` value of
     `key` was seen (or max_days): "now" for each instance without scanning all of history."""
-    from deltalake import DeltaTable
 
     if not gold.has(name):
         return None

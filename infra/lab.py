@@ -36,7 +36,6 @@ CLI: ``python -m infra.lab start|stop|status|drill|build-agent --workdir DIR`` (
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import base64
 import contextlib
@@ -59,6 +58,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Sequence
 from xml.sax.saxutils import escape as _xml_escape
+
+from infra.lab_cli import LabCli, run
 
 __all__ = [
     "ACTIVEMQ_HOME",
@@ -1004,15 +1005,15 @@ class ActiveMQPair:
         os.replace(tmp, self.pids_file)
 
 
-def stop_recorded(workdir: Path, grace: float = 15.0) -> list[int]:
-    """Stop the brokers recorded in ``<workdir>/pids.json`` (verified via /proc/<pid>/cmdline).
-
-    For a lab started by another process (CLI). Returns the pids that were signalled.
+def stop_recorded(workdir: Path, grace: float = 15.0, key: str = "brokers") -> list[int]:
+    """Stop the processes a lab recorded under `key` in ``<workdir>/pids.json`` (each verified via
+    /proc/<pid>/cmdline): SIGTERM (after SIGCONT: a stopped JVM must run to handle it), SIGKILL
+    after `grace`. For a lab started by another process (CLI). Returns the pids that were signalled.
     """
     workdir = Path(workdir).resolve()
     pids_file = workdir / "pids.json"
     try:
-        recs = json.loads(pids_file.read_text()).get("brokers", {})
+        recs = json.loads(pids_file.read_text()).get(key, {})
     except (OSError, ValueError):
         recs = {}
     targets = {
@@ -1065,52 +1066,23 @@ def _drill(workdir: Path) -> dict[str, Any]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m infra.lab", description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=["start", "stop", "status", "build-agent", "drill"])
-    ap.add_argument("--workdir", type=Path, default=Path(".lab/activemq"))
-    ap.add_argument("--lock-acquire-sleep-ms", type=int, default=500)
-    ap.add_argument("--jolokia-user")
-    ap.add_argument("--jolokia-password")
-    args = ap.parse_args(argv)
-    workdir = args.workdir.resolve()
-
-    if args.command == "build-agent":
-        print(build_agent(force=True))
-        return 0
-    if args.command == "drill":
-        print(json.dumps(_drill(workdir), indent=2))
-        return 0
-    if args.command == "stop":
-        pids = stop_recorded(workdir)
-        print(f"stopped pids {pids}" if pids else "nothing running")
-        return 0
-    if args.command == "status":
+def _status_line(name: str, rec: dict, workdir: Path, args) -> str:
+    pid, role = int(rec["pid"]), "down"
+    if is_our_java(pid, workdir, name) and rec.get("jolokia_url"):
         try:
-            recs = json.loads((workdir / "pids.json").read_text()).get("brokers", {})
-        except (OSError, ValueError):
-            recs = {}
-        if not recs:
-            print("nothing recorded")
-            return 1
-        for name, rec in sorted(recs.items()):
-            pid = int(rec["pid"])
+            _, body = jolokia_request(
+                rec["jolokia_url"],
+                {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"},
+                user=args.jolokia_user, password=args.jolokia_password,
+            )
+            vals = [v.get("Slave") for v in (body.get("value") or {}).values()]
+            role = "slave" if vals and all(vals) else ("master" if vals else "down")
+        except (OSError, AttributeError, ValueError):
             role = "down"
-            if is_our_java(pid, workdir, name) and rec.get("jolokia_url"):
-                try:
-                    _, body = jolokia_request(
-                        rec["jolokia_url"],
-                        {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"},
-                        user=args.jolokia_user, password=args.jolokia_password,
-                    )
-                    vals = [v.get("Slave") for v in (body.get("value") or {}).values()]
-                    role = "slave" if vals and all(vals) else ("master" if vals else "down")
-                except (OSError, AttributeError, ValueError):
-                    role = "down"
-            print(f"{name}\tpid={pid}\trole={role}\tjolokia={rec.get('jolokia_url')}\t"
-                  f"openwire={rec.get('openwire_url')}")
-        return 0
-    # start
+    return f"{name}\tpid={pid}\trole={role}\tjolokia={rec.get('jolokia_url')}\topenwire={rec.get('openwire_url')}"
+
+
+def _start(args, workdir: Path) -> None:
     pair = ActiveMQPair(
         workdir, lock_acquire_sleep_ms=args.lock_acquire_sleep_ms,
         jolokia_user=args.jolokia_user, jolokia_password=args.jolokia_password,
@@ -1120,7 +1092,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, b in pair.brokers.items():
         print(f"{name}\tpid={b.pid}\tjolokia={b.jolokia_url}\topenwire={b.openwire_url}\tlog={b.log}")
     print(f"failover url: {pair.failover_url}")
+
+
+def _arguments(ap) -> None:
+    ap.add_argument("--lock-acquire-sleep-ms", type=int, default=500)
+    ap.add_argument("--jolokia-user")
+    ap.add_argument("--jolokia-password")
+
+
+def _build_agent(args, ap) -> int:
+    print(build_agent(force=True))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(LabCli(prog="python -m infra.lab", description=__doc__.split("\n")[0], workdir=Path(".lab/activemq"),
+                      recorded="brokers", start=_start, drill=_drill, status_line=_status_line,
+                      stop=stop_recorded, add_arguments=_arguments, extra={"build-agent": _build_agent}), argv)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError
+
 from infra.lab import LabError, free_port, is_our_java, java_tool, marker_args, proc_state, signal_pid, tail
+from infra.lab import stop_recorded as lab_stop_recorded
+from infra.lab_cli import LabCli, run
 
 __all__ = ["ZkEnsemble", "ZkNode", "LockManagerStandIn", "four_letter_word", "stop_recorded", "encode_sequence"]
 
@@ -421,24 +426,7 @@ class ZkEnsemble:
 
 def stop_recorded(workdir: Path, grace: float = 10.0) -> list[int]:
     """Stop the nodes recorded in ``<workdir>/pids.json`` (verified via /proc/<pid>/cmdline)."""
-    workdir = Path(workdir).resolve()
-    try:
-        recs = json.loads((workdir / "pids.json").read_text()).get("nodes", {})
-    except (OSError, ValueError):
-        recs = {}
-    ours = {n: int(r["pid"]) for n, r in recs.items() if is_our_java(int(r["pid"]), workdir, n)}
-    for pid in ours.values():
-        signal_pid(pid, signal.SIGCONT)
-        signal_pid(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(is_our_java(p, workdir, n) for n, p in ours.items()):
-        time.sleep(0.05)
-    for n, pid in ours.items():
-        if is_our_java(pid, workdir, n):
-            signal_pid(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        (workdir / "pids.json").unlink()
-    return list(ours.values())
+    return lab_stop_recorded(workdir, grace, key="nodes")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -462,7 +450,6 @@ class LockManagerStandIn:
     """
 
     def __init__(self, hosts: str, namespace: str, node_id: str, session_ms: int = 18000) -> None:
-        from kazoo.client import KazooClient
 
         self.root = f"/{namespace.strip('/')}/{node_id}" if namespace.strip("/") else f"/{node_id}"
         self.client = KazooClient(hosts=hosts, timeout=session_ms / 1000.0)
@@ -502,7 +489,6 @@ class LockManagerStandIn:
         value, version = self.sequence()
         if value != expected:
             return False
-        from kazoo.exceptions import BadVersionError
 
         try:
             self.client.set(f"{self.root}/activation-sequence", encode_sequence(new), version=version)
@@ -579,45 +565,16 @@ def _drill(workdir: Path) -> dict[str, Any]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m infra.zk_lab", description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=["start", "stop", "status", "drill", "hold-lease"])
-    ap.add_argument("--workdir", type=Path, default=Path(".lab/zookeeper"))
-    ap.add_argument("--size", type=int, default=3)
-    ap.add_argument("--hosts", help="hold-lease: connect string")
-    ap.add_argument("--namespace", default="artemis", help="hold-lease: lock manager namespace")
-    ap.add_argument("--node-id", help="hold-lease: the NodeID whose lock to hold")
-    ap.add_argument("--session-ms", type=int, default=18000, help="hold-lease: session timeout")
-    ap.add_argument("--activate", action="store_true", help="hold-lease: also run one activation (CAS steps)")
-    args = ap.parse_args(argv)
-    workdir = args.workdir.resolve()
-    if args.command == "hold-lease":
-        if not args.hosts or not args.node_id:
-            ap.error("hold-lease needs --hosts and --node-id")
-        return _hold_lease(args)
-    if args.command == "drill":
-        print(json.dumps(_drill(workdir), indent=2))
-        return 0
-    if args.command == "stop":
-        pids = stop_recorded(workdir)
-        print(f"stopped pids {pids}" if pids else "nothing running")
-        return 0
-    if args.command == "status":
-        try:
-            recs = json.loads((workdir / "pids.json").read_text()).get("nodes", {})
-        except (OSError, ValueError):
-            recs = {}
-        if not recs:
-            print("nothing recorded")
-            return 1
-        for name, rec in sorted(recs.items()):
-            mode = "down"
-            if is_our_java(int(rec["pid"]), workdir, name):
-                with contextlib.suppress(OSError):
-                    mode = mode_from_srvr(four_letter_word(rec["client_port"], "srvr"))
-            print(f"{name}\tpid={rec['pid']}\tmode={mode}\tclient=127.0.0.1:{rec['client_port']}\t"
-                  f"admin=http://127.0.0.1:{rec['admin_port']}/commands")
-        return 0
+def _status_line(name: str, rec: dict, workdir: Path, args) -> str:
+    mode = "down"
+    if is_our_java(int(rec["pid"]), workdir, name):
+        with contextlib.suppress(OSError):
+            mode = mode_from_srvr(four_letter_word(rec["client_port"], "srvr"))
+    return (f"{name}\tpid={rec['pid']}\tmode={mode}\tclient=127.0.0.1:{rec['client_port']}\t"
+            f"admin=http://127.0.0.1:{rec['admin_port']}/commands")
+
+
+def _start(args, workdir: Path) -> None:
     zk = ZkEnsemble(workdir, size=args.size)
     leader = zk.start()
     zk.detach()
@@ -625,7 +582,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}\tpid={node.pid}\tclient={node.endpoint}\tadmin={node.admin_url}"
               f"{'  (leader)' if name == leader else ''}")
     print(f"connect string: {zk.connect_string}")
-    return 0
+
+
+def _arguments(ap) -> None:
+    ap.add_argument("--size", type=int, default=3)
+    ap.add_argument("--hosts", help="hold-lease: connect string")
+    ap.add_argument("--namespace", default="artemis", help="hold-lease: lock manager namespace")
+    ap.add_argument("--node-id", help="hold-lease: the NodeID whose lock to hold")
+    ap.add_argument("--session-ms", type=int, default=18000, help="hold-lease: session timeout")
+    ap.add_argument("--activate", action="store_true", help="hold-lease: also run one activation (CAS steps)")
+
+
+def _hold_lease_command(args, ap) -> int:
+    if not args.hosts or not args.node_id:
+        ap.error("hold-lease needs --hosts and --node-id")
+    return _hold_lease(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(LabCli(prog="python -m infra.zk_lab", description=__doc__.split("\n")[0], workdir=Path(".lab/zookeeper"),
+                      recorded="nodes", start=_start, drill=_drill, status_line=_status_line, stop=stop_recorded,
+                      add_arguments=_arguments, extra={"hold-lease": _hold_lease_command}), argv)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+import pyspark
 from deltalake import DeltaTable
 from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
@@ -118,7 +120,6 @@ def _delta_jars_hint(conf: dict[str, str]) -> bool:
             return True
     dirs = []
     try:
-        import pyspark
 
         dirs.append(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
     except Exception:  # noqa: BLE001
@@ -543,7 +544,6 @@ class SparkLakehouse:
                     for f in files:
                         present.add(f if rel_dir == "." else f"{rel_dir}/{f}")
             else:
-                import pyarrow.fs as pafs
 
                 fs, base = _pyarrow_fs(uri)
                 infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
@@ -706,7 +706,6 @@ class SparkLakehouse:
 
     def _staged_adds(self, c: TableContract, staging_rel: str) -> tuple[list[AddAction], int]:
         """AddActions for the Parquet files Spark wrote under the staging folder."""
-        import pyarrow.fs as pafs
 
         uri = self.lakehouse.uri(c.name)
         fs, base = _pyarrow_fs(uri)

@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
@@ -535,7 +536,6 @@ class Lakehouse:
                         return "foreign", found
             return ("foreign", found) if found else ("empty", [])
         try:
-            import pyarrow.fs as pafs
 
             fs, base = _pyarrow_fs(path, self.storage_options)
             infos = fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=True))
@@ -696,7 +696,6 @@ def _dedup(tbl: pa.Table, keys: list[str]) -> pa.Table:
 
 def _pyarrow_fs(uri: str, storage_options: dict | None = None):
     """A pyarrow filesystem and base path for a URI (s3a:// and s3n:// are S3)."""
-    import pyarrow.fs as pafs
 
     parsed = urllib.parse.urlparse(uri)
     if not parsed.scheme or len(parsed.scheme) == 1:

@@ -47,7 +47,10 @@ class TableContract:
 
     def spark_schema(self):
         """The contract as a Spark StructType (pyspark imported lazily: collectors need no JVM)."""
-        from pyspark.sql.types import StructField, StructType
+        from pyspark.sql.types import (  # deferred: pyspark is heavy, and collectors read contracts without it
+            StructField,
+            StructType,
+        )
 
         return StructType([StructField(c.name, spark_type(c.type), c.nullable) for c in self.columns])
 
@@ -72,7 +75,7 @@ class TableContract:
 
 def spark_type(t: pa.DataType):
     """Arrow → Spark type for the types contracts use."""
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # deferred: pyspark is heavy, and collectors read contracts without it
 
     if pa.types.is_timestamp(t):
         return T.TimestampType()
@@ -171,7 +174,7 @@ BROKER_STATE = TableContract(
     ),
     keys=("obs_key", "instance"),
     partition_by=("obs_date",),
-    written_by="lakehouse.jobs.spine (brokerscope analyze)",
+    written_by="analysis.silver (brokerscope analyze)",
 )
 
 DESTINATION_STATS = TableContract(
@@ -206,7 +209,7 @@ DESTINATION_STATS = TableContract(
     ),
     keys=("obs_key", "instance", "destination_type", "destination"),
     partition_by=("obs_date",),
-    written_by="lakehouse.jobs.spine (brokerscope analyze)",
+    written_by="analysis.silver (brokerscope analyze)",
 )
 
 REPLICATION_STATS = TableContract(
@@ -253,7 +256,7 @@ REPLICATION_STATS = TableContract(
     ),
     keys=("obs_key", "instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"),
     partition_by=("obs_date",),
-    written_by="lakehouse.jobs.spine (brokerscope analyze)",
+    written_by="analysis.silver (brokerscope analyze)",
 )
 
 COLLECTOR_HEALTH = TableContract(
@@ -281,14 +284,14 @@ COLLECTOR_HEALTH = TableContract(
         _c("items_failed", pa.int32(), "items with another status", False),
         _c("item_errors", pa.string(), "distinct item errors, e.g. `404: …InstanceNotFoundException`"),
         _c("clock_skew_s", pa.float64(), "broker clock − collector clock estimated from the agent's timestamps (s); "
-           "observations of this target are shifted by it when |value| ≥ threshold (lakehouse.jobs.spine."
+           "observations of this target are shifted by it when |value| ≥ threshold (analysis.clock_skew."
            "CLOCK_SKEW_THRESHOLD_S, 1 s); null: too few answered scrapes yet"),
         _c("collector_ts", TS, "observation time on the collector's clock, as in bronze (`ts` and the other silver "
            "tables carry it shifted by `clock_skew_s` when that is applied)"),
     ),
     keys=("obs_key",),
     partition_by=("obs_date",),
-    written_by="lakehouse.jobs.spine (brokerscope analyze)",
+    written_by="analysis.silver (brokerscope analyze)",
 )
 
 # --- gold: findings ------------------------------------------------------------------------------
@@ -320,7 +323,7 @@ ROLE_INTERVALS = TableContract(
         _c("unanswered_inside", pa.int64(), "scrapes without answer between start_ts and end_ts", False),
     ),
     keys=("interval_id",),
-    written_by="lakehouse.jobs.spine",
+    written_by="analysis.spine",
 )
 
 FAILOVER_EVENTS = TableContract(
@@ -354,7 +357,7 @@ FAILOVER_EVENTS = TableContract(
         _c("overlap", pa.bool_(), "the new live became active before the old one was last seen active (see split_brain_windows)", False),
     ),
     keys=("event_id",),
-    written_by="lakehouse.jobs.spine",
+    written_by="analysis.spine",
 )
 
 SPLIT_BRAIN_WINDOWS = TableContract(
@@ -383,7 +386,7 @@ SPLIT_BRAIN_WINDOWS = TableContract(
         _c("enqueued_b", pa.int64(), "messages instance_b accepted during the possible window"),
     ),
     keys=("window_id",),
-    written_by="lakehouse.jobs.spine",
+    written_by="analysis.spine",
 )
 
 # --- GC logs (issue P3): bronze lines → silver events and parse stats → gold findings --------------
@@ -469,7 +472,7 @@ GC_EVENTS = TableContract(
     ),
     keys=("target", "file_id", "event_seq"),
     partition_by=("file_id",),
-    written_by="lakehouse.jobs.gc (brokerscope analyze / gc analyze / gc import)",
+    written_by="analysis.gc (brokerscope analyze / gc analyze / gc import)",
 )
 
 GC_PARSE_STATS = TableContract(
@@ -507,7 +510,7 @@ GC_PARSE_STATS = TableContract(
     ),
     keys=("target", "file_id"),
     partition_by=("file_id",),
-    written_by="lakehouse.jobs.gc (brokerscope analyze / gc analyze / gc import)",
+    written_by="analysis.gc (brokerscope analyze / gc analyze / gc import)",
 )
 
 GC_FINDINGS = TableContract(
@@ -540,7 +543,7 @@ GC_FINDINGS = TableContract(
         _c("advice", pa.string(), "what to do about it"),
     ),
     keys=("finding_id",),
-    written_by="lakehouse.jobs.gc (brokerscope analyze / gc analyze / gc import)",
+    written_by="analysis.gc (brokerscope analyze / gc analyze / gc import)",
 )
 
 HA_GROUP_CHECKS = TableContract(
@@ -565,7 +568,7 @@ HA_GROUP_CHECKS = TableContract(
         _c("advice", pa.string(), "what to do", False),
     ),
     keys=("check_id",),
-    written_by="lakehouse.jobs.spine",
+    written_by="analysis.spine",
 )
 
 # --- ZooKeeper (issue P4): server answers and znode snapshots → server state, coordination → quorum, elections, findings
@@ -659,7 +662,7 @@ ZK_SERVER_STATE = TableContract(
     ),
     keys=("obs_key",),
     partition_by=("obs_date",),
-    written_by="lakehouse.jobs.zookeeper (brokerscope analyze)",
+    written_by="analysis.zookeeper (brokerscope analyze)",
 )
 
 ZK_COORDINATION = TableContract(
@@ -704,7 +707,7 @@ ZK_COORDINATION = TableContract(
     ),
     keys=("obs_key", "node_id"),
     partition_by=("obs_date",),
-    written_by="lakehouse.jobs.zookeeper (brokerscope analyze)",
+    written_by="analysis.zookeeper (brokerscope analyze)",
 )
 
 ZK_QUORUM = TableContract(
@@ -736,7 +739,7 @@ ZK_QUORUM = TableContract(
         _c("is_open", pa.bool_(), "still the status at the last round", False),
     ),
     keys=("interval_id",),
-    written_by="lakehouse.jobs.zookeeper",
+    written_by="analysis.zookeeper",
 )
 
 ZK_ELECTIONS = TableContract(
@@ -769,7 +772,7 @@ ZK_ELECTIONS = TableContract(
         _c("cause", pa.string(), "old leader unanswered | old leader not serving | leader stepped down | quorum lost", False),
     ),
     keys=("election_id",),
-    written_by="lakehouse.jobs.zookeeper",
+    written_by="analysis.zookeeper",
 )
 
 ZK_FINDINGS = TableContract(
@@ -802,7 +805,7 @@ ZK_FINDINGS = TableContract(
         _c("related", pa.string(), "ids of linked rows, comma-separated (gc_findings.finding_id, zk_elections.election_id, zk_findings.finding_id)"),
     ),
     keys=("finding_id",),
-    written_by="lakehouse.jobs.zookeeper",
+    written_by="analysis.zookeeper",
 )
 
 # --- stuck messages and replication lag (issue P5) -------------------------------------------------
@@ -830,7 +833,7 @@ STUCK_MESSAGES = TableContract(
     layer="gold",
     doc=(
         "Messages that are not moving, one row per finding (rules and thresholds: "
-        "lakehouse/jobs/stuck.py). `code`: `stranded-member` (a distributed-destination member "
+        "analysis/stuck.py). `code`: `stranded-member` (a distributed-destination member "
         "holds messages with no consumer and no delivery beyond the threshold while a sibling "
         "member had consumers), `no-consumers` (the same on a destination without consuming "
         "siblings; Artemis `FirstMessageAge` counts as evidence of how long), `unreachable-member` "
@@ -863,7 +866,7 @@ STUCK_MESSAGES = TableContract(
         _c("advice", pa.string(), "what to do about it", False),
     ),
     keys=("finding_id",),
-    written_by="lakehouse.jobs.stuck (brokerscope analyze)",
+    written_by="analysis.stuck (brokerscope analyze)",
 )
 
 REPLICATION_LAG = TableContract(
@@ -872,7 +875,7 @@ REPLICATION_LAG = TableContract(
     doc=(
         "Cross-cluster and consumer lag per topic-partition per scrape of the reporting instance "
         "(flows mirrormaker2, mirrormaker2-checkpoint, replicator, consumer of replication_stats; "
-        "method: lakehouse/jobs/lag.py). `lag_s` is lag in time: Kafka Lag Exporter's "
+        "method: analysis/lag.py). `lag_s` is lag in time: Kafka Lag Exporter's "
         "interpolation over recorded (log end, time) points with bounded extrapolation, never NaN "
         "and never beyond what the points support — `lag_s_method` says how it was obtained. "
         "`status` is Burrow's partition status over the last `window_commits` observations, "
@@ -905,14 +908,14 @@ REPLICATION_LAG = TableContract(
     ),
     keys=("instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client", "ts"),
     partition_by=("obs_date",),
-    written_by="lakehouse.jobs.lag (brokerscope analyze)",
+    written_by="analysis.lag (brokerscope analyze)",
 )
 
 REPLICATION_FINDINGS = TableContract(
     name="replication_findings",
     layer="gold",
     doc=(
-        "Replication problems as runs of observations (rules and thresholds: lakehouse/jobs/lag.py). "
+        "Replication problems as runs of observations (rules and thresholds: analysis/lag.py). "
         "Kafka cluster-wide, over scrape rounds that align the brokers of a group: `no-controller` / "
         "`multiple-controllers` (sum of ActiveControllerCount ≠ 1), `under-replicated`, "
         "`under-min-isr`, `offline-partitions`, `follower-lag` (ReplicaFetcherManager MaxLag above "
@@ -945,7 +948,7 @@ REPLICATION_FINDINGS = TableContract(
         _c("advice", pa.string(), "what to do about it", False),
     ),
     keys=("finding_id",),
-    written_by="lakehouse.jobs.lag (brokerscope analyze)",
+    written_by="analysis.lag (brokerscope analyze)",
 )
 
 # --- risk states, causes and incidents (issue P5) --------------------------------------------------
@@ -955,7 +958,7 @@ RISK_FINDINGS = TableContract(
     layer="gold",
     doc=(
         "HA risk states: conditions in which the next fault loses data or availability, one row per "
-        "occurrence (rules: lakehouse/jobs/risk.py). `unprotected-live` (an active instance without a "
+        "occurrence (rules: analysis/risk.py). `unprotected-live` (an active instance without a "
         "synchronized backup for longer than the grace period — never from one sample: `ReplicaSync` "
         "reads false during every failover by design), `stale-backup` (an Artemis backup whose "
         "ActivationSequence is behind its live's: it cannot take over; a backup that stopped answering "
@@ -985,7 +988,7 @@ RISK_FINDINGS = TableContract(
         _c("advice", pa.string(), "what to do about it", False),
     ),
     keys=("finding_id",),
-    written_by="lakehouse.jobs.risk (brokerscope analyze)",
+    written_by="analysis.risk (brokerscope analyze)",
 )
 
 FINDING_CAUSES = TableContract(
@@ -996,7 +999,7 @@ FINDING_CAUSES = TableContract(
         "(zk_findings) on the instance that lost its role, or on its ensemble, shortly before a "
         "failover (failover_events) or during a split-brain window (split_brain_windows). One row "
         "per (effect, cause) pair; `lead_s` is how long before the effect the cause began. Rules: "
-        "lakehouse/jobs/causes.py. Recomputed from the gold tables on every run."
+        "analysis/causes.py. Recomputed from the gold tables on every run."
     ),
     columns=(
         _c("cause_id", pa.string(), "stable id: hash of effect and cause ids", False),
@@ -1014,7 +1017,7 @@ FINDING_CAUSES = TableContract(
         _c("message", pa.string(), "the causal sentence, e.g. 'amq-a paused 21.3 s in a full GC at 02:13:05; the backup activated at 02:13:07'", False),
     ),
     keys=("cause_id",),
-    written_by="lakehouse.jobs.causes (brokerscope analyze)",
+    written_by="analysis.causes (brokerscope analyze)",
 )
 
 INCIDENTS = TableContract(
@@ -1026,7 +1029,7 @@ INCIDENTS = TableContract(
         "incremental and `--full` runs): a hash of the cluster and the id of the incident's first "
         "finding. Split brain and outages (ZooKeeper quorum lost, no Kafka controller, offline "
         "partitions) are critical. The evidence rows are in incident_evidence. Rules: "
-        "lakehouse/jobs/incidents.py. Recomputed from the gold findings on every run."
+        "analysis/incidents.py. Recomputed from the gold findings on every run."
     ),
     columns=(
         _c("incident_id", pa.string(), "stable id", False),
@@ -1047,7 +1050,7 @@ INCIDENTS = TableContract(
         _c("has_failover", pa.bool_(), "a failover_events row is part of it", False),
     ),
     keys=("incident_id",),
-    written_by="lakehouse.jobs.incidents (brokerscope analyze)",
+    written_by="analysis.incidents (brokerscope analyze)",
 )
 
 INCIDENT_EVIDENCE = TableContract(
@@ -1070,7 +1073,7 @@ INCIDENT_EVIDENCE = TableContract(
         _c("message", pa.string(), "the finding's message", False),
     ),
     keys=("incident_id", "source_table", "source_id"),
-    written_by="lakehouse.jobs.incidents (brokerscope analyze)",
+    written_by="analysis.incidents (brokerscope analyze)",
 )
 
 # --- alerts (issue P6): alert state transitions and the notification log ----------------------------

@@ -39,7 +39,7 @@ class AnalysedDrill:
 
     def copy_to(self, dest: Path, **overrides):
         """A copy of the analysed lakehouse at `dest`; its Config (`data` | overrides, lakehouse → dest)."""
-        from brokerscope.config import config_from_dict
+        from settings import config_from_dict
 
         shutil.copytree(self.root, dest)
         return config_from_dict({**self.data, **overrides, "lakehouse": str(dest)})
@@ -49,9 +49,9 @@ class AnalysedDrill:
 def analysed_kill_master(tmp_path_factory, spark):
     import yaml
 
-    from brokerscope.analyze import analyze
-    from brokerscope.config import config_from_dict
+    from analysis.runner import analyze
     from collectors.replay import replay
+    from settings import config_from_dict
 
     root = tmp_path_factory.mktemp("analysed-kill-master") / "lh"
     data = yaml.safe_load((_FIX / "drill_kill_master.yaml").read_text())
@@ -76,7 +76,7 @@ class FullRerun:
 def kill_master_rerun_in_full(analysed_kill_master, tmp_path_factory, spark):
     """`analyze(full=True)` over a copy of `analysed_kill_master` (once for the session; never write
     to it): what a `--full` rerun of an analysed lakehouse gives."""
-    from brokerscope.analyze import analyze
+    from analysis.runner import analyze
 
     cfg = analysed_kill_master.copy_to(tmp_path_factory.mktemp("kill-master-rerun-full") / "lh")
     said: list[str] = []

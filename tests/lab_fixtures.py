@@ -21,15 +21,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from infra.lab import (
-    ACTIVEMQ_HOME,
-    JOLOKIA_CORE_JAR,
-    JSON_SIMPLE_JAR,
-    ActiveMQPair,
-    agent_jvm_arg,
-    build_agent,
-    jolokia_request,
-)
+from infra.lab import (ACTIVEMQ_HOME, JOLOKIA_CORE_JAR, JSON_SIMPLE_JAR, ActiveMQPair, agent_jvm_arg, build_agent,
+                       jolokia_request)
 
 _missing = [
     str(p)

@@ -6,9 +6,8 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from collectors.base import scrape_requests
 from collectors.activemq import ActiveMQPack
-from collectors.base import Observation
+from collectors.base import Observation, scrape_requests
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "activemq_bulk_master_slave.json").read_text())
 TS = datetime(2026, 11, 21, 22, 0, tzinfo=timezone.utc)

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from alerts.pipeline import AlertPipeline
-from brokerscope.config import config_from_dict
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.alert_servers import RecordingReceiver, wait_for
 from tests.servers import free_port, stop_process
 

@@ -17,20 +17,13 @@ import pytest
 import yaml
 
 from alerts.notify_log import LogEntry, Tracked
-from alerts.pipeline import (
-    AlertPipeline,
-    Decision,
-    group_alerts,
-    group_key_of,
-    reconcile,
-    receiver_timing,
-    should_notify,
-)
-from alerts.config import AlertsConfig, ReceiverConfig
+from alerts.pipeline import (AlertPipeline, Decision, group_alerts, group_key_of, receiver_timing, reconcile,
+                             should_notify)
 from alerts.receivers import IDEMPOTENCY_HEADER
 from alerts.rules import Alert
-from brokerscope.config import config_from_dict
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
+from settings.alerts import AlertsConfig, ReceiverConfig
 from tests.alert_servers import RecordingReceiver, wait_for
 from tests.servers import free_port
 

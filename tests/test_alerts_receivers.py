@@ -10,12 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from alerts.config import ReceiverConfig
 from alerts.pipeline import AlertPipeline, group_key_of
-from alerts.receivers import IDEMPOTENCY_HEADER, Notification, Receiver, alertmanager_alerts, quote_meta, webhook_payload
+from alerts.receivers import (IDEMPOTENCY_HEADER, Notification, Receiver, alertmanager_alerts, quote_meta,
+                              webhook_payload)
 from alerts.rules import Alert
-from brokerscope.config import ConfigError, config_from_dict
 from lakehouse.store import Lakehouse
+from settings import ConfigError, config_from_dict
+from settings.alerts import ReceiverConfig
 from tests.alert_servers import RecordingReceiver
 
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "alerts" / "alertmanager_webhook_v4.schema.json").read_text())

@@ -6,11 +6,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from alerts.config import AlertsConfig
 from alerts.rules import evaluate, fingerprint, format_ts, rule_threshold
-from brokerscope.config import ConfigError, config_from_dict
 from lakehouse.store import conform_arrow
 from lakehouse.tables import contract
+from settings import ConfigError, config_from_dict
+from settings.alerts import AlertsConfig
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
 

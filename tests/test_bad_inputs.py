@@ -25,7 +25,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brokerscope.config import ConfigError, config_from_dict, load_config
 from collectors.activemq import ActiveMQPack
 from collectors.base import Observation, iter_mbean_reads
 from collectors.gc.tailer import GcTailer
@@ -37,7 +36,9 @@ from collectors.replay import replay
 from collectors.scraper import Collector
 from collectors.zookeeper.wire import admin_command, four_letter_word
 from lakehouse.store import Lakehouse
-from tests.jolokia_stub import activemq_items, fixed, huge, jolokia_stub, replay as replay_route
+from settings import ConfigError, config_from_dict, load_config
+from tests.jolokia_stub import activemq_items, fixed, huge, jolokia_stub
+from tests.jolokia_stub import replay as replay_route
 from tests.servers import bad_http, free_port
 
 HTML_LOGIN = "<html><head><title>Hawtio login</title></head><body><form>user/password</form></body></html>"

@@ -1,14 +1,13 @@
-"""Causes (lakehouse/jobs/causes.py): GC pauses and ZooKeeper findings joined onto failovers and
+"""Causes (analysis/causes.py): GC pauses and ZooKeeper findings joined onto failovers and
 split-brain windows, on tiny gold tables built per contract (positive and negative cases)."""
 
 import pandas as pd
 import pytest
 
-from lakehouse.jobs.causes import CauseParams, finding_causes, group_ensembles
-from lakehouse.jobs.runs import contract_frame
-from lakehouse.tables import (
-    FAILOVER_EVENTS, GC_FINDINGS, SPLIT_BRAIN_WINDOWS, ZK_COORDINATION, ZK_FINDINGS, BROKER_STATE, contract,
-)
+from analysis.causes import CauseParams, finding_causes, group_ensembles
+from analysis.runs import contract_frame
+from lakehouse.tables import (BROKER_STATE, FAILOVER_EVENTS, GC_FINDINGS, SPLIT_BRAIN_WINDOWS, ZK_COORDINATION,
+                              ZK_FINDINGS, contract)
 
 T0 = pd.Timestamp("2026-11-22 02:13:00")
 PARAMS = CauseParams(scrape_interval_s=5, scrapes=2, slack_s=30)

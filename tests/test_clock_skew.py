@@ -15,15 +15,16 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from brokerscope.config import config_from_dict
+from analysis import clock_skew as skew_module
+from analysis import watermark as watermark_module
+from analysis.clock_skew import estimate_skews, skew_sample_batch
 from brokerscope.simulate import Spec, build
 from brokerscope.simulate.jolokia import jsonl
 from brokerscope.simulate.render import config as scenario_config
 from brokerscope.simulate.render import envelopes
 from collectors.replay import replay
-from lakehouse.jobs import spine as spine_job
-from lakehouse.jobs.spine import estimate_skews, skew_sample_batch
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.test_incremental import snapshot, spine
 
 T0 = 1_795_000_000.0  # epoch seconds
@@ -68,7 +69,7 @@ def test_skew_below_the_threshold_is_recorded_but_moves_nothing():
 
 
 def test_too_few_samples_give_no_estimate_and_no_shift():
-    out = estimate_skews(scrapes(spine_job.SKEW_MIN_SAMPLES - 1, 3.4))
+    out = estimate_skews(scrapes(skew_module.SKEW_MIN_SAMPLES - 1, 3.4))
     assert out["clock_skew_s"].isna().all() and (out["shift_us"] == 0).all()
     unanswered = frame(T0 + np.arange(10), T0 + np.arange(10), answered=np.zeros(10, dtype=bool))
     out = estimate_skews(unanswered)
@@ -81,8 +82,8 @@ def test_early_and_unanswered_rows_take_their_targets_estimate():
     out = estimate_skews(df.iloc[::-1])  # any input order
     by_key = out.set_index("obs_key")["clock_skew_s"]
     known = df["sample"].dropna()
-    first = known.iloc[: spine_job.SKEW_MIN_SAMPLES].median()  # rows before the 5th sample: its estimate
-    for i in range(2, 2 + spine_job.SKEW_MIN_SAMPLES):
+    first = known.iloc[: skew_module.SKEW_MIN_SAMPLES].median()  # rows before the 5th sample: its estimate
+    for i in range(2, 2 + skew_module.SKEW_MIN_SAMPLES):
         assert by_key[f"k{i:04d}"] == pytest.approx(first)
     assert by_key["k0000"] == by_key["k0001"] == pytest.approx(first)
     assert by_key["k0010"] == by_key["k0011"] == by_key["k0009"]  # the last estimate before
@@ -92,7 +93,7 @@ def test_early_and_unanswered_rows_take_their_targets_estimate():
 def test_the_estimate_is_causal_so_appending_rows_changes_no_stored_one():
     df = scrapes(200, -3.4, seed=3)
     whole = estimate_skews(df).set_index("obs_key")
-    for cut in (spine_job.SKEW_MIN_SAMPLES, 37, 150):
+    for cut in (skew_module.SKEW_MIN_SAMPLES, 37, 150):
         part = estimate_skews(df.iloc[:cut]).set_index("obs_key")
         pd.testing.assert_frame_equal(part, whole.loc[part.index])
 
@@ -149,7 +150,7 @@ def test_the_skewed_collectors_rows_are_placed_on_the_brokers_clock(tmp_path, sp
             assert row["clock_skew_s"] == pytest.approx(3.4, abs=0.5)
             assert row["ts"] - row["collector_ts"] == timedelta(milliseconds=round(row["clock_skew_s"] * 1000))
         else:  # in step: below the threshold, recorded, nothing moved
-            assert abs(row["clock_skew_s"]) < spine_job.CLOCK_SKEW_THRESHOLD_S and row["ts"] == row["collector_ts"]
+            assert abs(row["clock_skew_s"]) < skew_module.CLOCK_SKEW_THRESHOLD_S and row["ts"] == row["collector_ts"]
     shifted = {r["obs_key"]: r["ts"] for r in health}
     assert all(r["ts"] == shifted[r["obs_key"]] for r in lh.read("broker_state").to_pylist())
     assert lh.read("split_brain_windows").num_rows == 0
@@ -162,8 +163,8 @@ def test_the_skewed_collectors_rows_are_placed_on_the_brokers_clock(tmp_path, sp
     (5, 1, [14, 45]),  # the tail too short: stored rows of the target read
 ])
 def test_incremental_equals_full_with_skew(window, tail_s, cuts, tmp_path, spark, monkeypatch):
-    monkeypatch.setattr(spine_job, "SKEW_WINDOW", window)
-    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", tail_s * 1_000_000)
+    monkeypatch.setattr(skew_module, "SKEW_WINDOW", window)
+    monkeypatch.setattr(watermark_module, "RESUME_TAIL_US", tail_s * 1_000_000)
     sc, lines = skew_scenario()
     inc_cfg = None
     said: list[str] = []

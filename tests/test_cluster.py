@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.config import config_from_dict
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.spark_cluster import standalone_cluster
 from tests.test_incremental import snapshot
 
@@ -35,13 +35,13 @@ def drill_lakehouse(root: Path) -> Path:
 # the spine job, as `brokerscope analyze --full` runs it, in a driver of its own
 RUN_SPINE = """
 import sys
-from brokerscope.analyze import target_map
-from brokerscope.config import load_config
-from lakehouse.jobs.spine import run_spine
+from analysis.params import spine_params
+from settings import load_config
+from analysis.spine import run_spine
 from lakehouse.spark import SparkLakehouse, spark_session
 from lakehouse.store import Lakehouse
 cfg = load_config(sys.argv[1])
-run_spine(SparkLakehouse(spark_session(), Lakehouse(cfg.lakehouse_root())), target_map(cfg), full=True)
+run_spine(SparkLakehouse(spark_session(), Lakehouse(cfg.lakehouse_root())), spine_params(cfg), full=True)
 """
 
 

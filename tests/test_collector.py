@@ -4,10 +4,10 @@ observations in bronze while the others keep going; recording = what bronze got.
 import asyncio
 import json
 
-from brokerscope.config import config_from_dict
 from collectors.recording import read_envelopes
 from collectors.scraper import Collector
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.servers import agent_jvm, bad_http, free_port
 
 

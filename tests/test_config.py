@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from brokerscope.config import ConfigError, config_from_dict, load_config, parse_duration
+from settings import ConfigError, config_from_dict, load_config, parse_duration
 
 
 def good(**over):

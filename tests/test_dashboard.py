@@ -17,8 +17,8 @@ from dashboards import data as D
 from dashboards import layout as L
 from dashboards.app import create_app, route, view_range, zoomed_range
 from dashboards.figures import esc, incident_timeline
-from dashboards.settings import DashboardAuth, DashboardSettings, check_exposure
 from lakehouse.store import Lakehouse
+from settings.dashboard import DashboardAuth, DashboardSettings, check_exposure
 
 T0 = datetime(2026, 11, 23, 11, 0, tzinfo=timezone.utc)
 XSS = '<img src=x onerror="document.title=\'pwned\'">'

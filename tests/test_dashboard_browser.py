@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
+from analysis.runner import analyze
 from brokerscope.cli import main
-from brokerscope.config import config_from_dict
 from collectors.replay import replay
 from dashboards import data as D
 from dashboards.app import DashboardServer, create_app
 from dashboards.figures import stamp
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.fixtures.artemis import make_captures as mk
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,7 @@ XSS_QUEUE = "<img src=x onerror=window.__xss=1>"
 SPLIT_GROUP = "pair-1"  # brokerscope simulate split-brain
 XSS_GROUP = mk.SPLIT_NODE_ID  # no group configured for cap-a/cap-b: the Artemis NodeID is the group
 NO_INCIDENTS = ("gold table `incidents` was not produced by `brokerscope analyze`: the incidents job "
-                "(lakehouse/jobs/incidents.py, wired into brokerscope/analyze.py) has not landed yet")
+                "(analysis/incidents.py, wired into analysis/runner.py) has not landed yet")
 
 
 def split_brain_with_xss_queue() -> list[dict]:

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from brokerscope.analyze import analyze
-from brokerscope.config import load_config
+from analysis.runner import analyze
 from brokerscope.drills import kill_master
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
+from settings import load_config
 from tests.drill_checks import assert_passed
 from tests.test_spine import gold
 

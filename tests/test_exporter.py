@@ -11,24 +11,15 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from alerts.exporter import (
-    METRICS,
-    OTHER,
-    LakehouseState,
-    LatestState,
-    SnapshotCollector,
-    StateSnapshot,
-    metric_families,
-    metrics_table_markdown,
-    parse_listen,
-    split_brain,
-)
-from brokerscope.config import ConfigError, config_from_dict, load_config
-from brokerscope.service import observation_rows, service_values, state_change, TickStats
+from alerts.exporter import (METRICS, OTHER, LakehouseState, LatestState, SnapshotCollector, StateSnapshot,
+                             metric_families, metrics_table_markdown, split_brain)
+from brokerscope.service import TickStats, observation_rows, service_values, state_change
 from collectors.base import collector_health_row
 from collectors.recording import observation_from_envelope, read_envelopes
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
+from settings import ConfigError, config_from_dict, load_config
+from settings.service import parse_listen
 
 FIX = Path(__file__).parent / "fixtures"
 UTC = timezone.utc
@@ -265,7 +256,7 @@ def drill_lakehouse(path: Path) -> Lakehouse:
         dests += rows.destination_stats
         t = targets[env["target"]]
         health.append(collector_health_row(observation_from_envelope(env, t.kind, t.group), rows.broker_state[0]["obs_key"], None))
-        if env["target"] == "amq-b":  # as the spine estimates it (lakehouse/jobs/spine.py clock_skews)
+        if env["target"] == "amq-b":  # as the spine estimates it (analysis/clock_skew.py clock_skews)
             health[-1]["clock_skew_s"] = -3.25
     lh.append("broker_state", state)
     lh.append("destination_stats", dests)

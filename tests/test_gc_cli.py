@@ -137,22 +137,21 @@ def test_report_errors_exit_2(tmp_path, capsys):
 def test_analyze_runs_the_gc_jobs_first_when_there_is_gc_data(tmp_path, monkeypatch, spark):
     """`analyze` (CLI, demo and tests alike) runs the GC jobs before the others: the ZooKeeper job
     links lost sessions and elections to gc_findings."""
-    import brokerscope.analyze
-    import lakehouse.jobs.gc
-    from brokerscope.config import config_from_dict
+    import analysis.runner
+    from settings import config_from_dict
 
     calls = []
-    monkeypatch.setattr(lakehouse.jobs.gc, "run_gc", lambda slh, cfg, full=False, progress=None: calls.append("gc") or {"gc_events": 3})
+    monkeypatch.setattr(analysis.runner, "run_gc", lambda slh, cfg, full=False, progress=None: calls.append("gc") or {"gc_events": 3})
     for name in ("run_spine", "run_stuck", "run_lag"):
-        monkeypatch.setattr(brokerscope.analyze, name, lambda *a, _n=name, **k: calls.append(_n) or {})
+        monkeypatch.setattr(analysis.runner, name, lambda *a, _n=name, **k: calls.append(_n) or {})
     cfg = config_from_dict({"lakehouse": str(tmp_path / "lh"), "targets": []})
-    brokerscope.analyze.analyze(cfg, spark=spark)
+    analysis.runner.analyze(cfg, spark=spark)
     assert calls == ["run_spine", "run_stuck", "run_lag"]  # no GC data: no GC jobs
     Lakehouse(tmp_path / "lh").append("bronze_gc_lines", [{
         "target": "a", "file_id": "f", "offset": 0, "length": 2, "line_no": 1, "line": "x",
         "ts": datetime.now(timezone.utc), "file": "gc.log"}])
     calls.clear()
-    assert brokerscope.analyze.analyze(cfg, spark=spark) == {"gc_events": 3}
+    assert analysis.runner.analyze(cfg, spark=spark) == {"gc_events": 3}
     assert calls == ["gc", "run_spine", "run_stuck", "run_lag"]
 
 

@@ -43,10 +43,10 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from tests.gc_expected import locate_corpus
 from collectors.gc import COLLECTORS, KNOWN_FLAGS, GcEvent, GcLogParser, iter_events, open_log  # noqa: E402
 from collectors.gc._common import EVENT, parse_datestamp  # noqa: E402
 from collectors.gc.parser import PythonGcLogParser  # noqa: E402
+from tests.gc_expected import locate_corpus
 
 
 def _fuzz(n: int):

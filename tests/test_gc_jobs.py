@@ -11,16 +11,17 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from brokerscope.config import config_from_dict
+from analysis.gc import (TargetRules, bronze_line_counts, files_to_parse, finding_rows, import_files,
+                         parsed_line_counts, run_gc)
+from analysis.params import gc_params
 from brokerscope.timeline import build_timeline, render_text
 from collectors.gc import parse_file
 from collectors.gc.analysis import Thresholds
 from collectors.gc.tailer import GcTailer, file_identity
-from lakehouse.jobs.gc import (TargetRules, bronze_line_counts, files_to_parse, finding_rows, import_files,
-                              parsed_line_counts, run_gc)
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from lakehouse.tables import GC_FINDINGS, contract
+from settings import config_from_dict
 from tests.test_gc_parser import CORPUS, needs_corpus
 
 pytestmark = needs_corpus
@@ -75,14 +76,14 @@ def test_bronze_to_silver_whole_files_in_order_incrementally(tmp_path, spark):
     read_at = datetime(2026, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
     tail(cfg, clock=lambda: read_at.timestamp())
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
-    first = run_gc(slh, cfg)
+    first = run_gc(slh, gc_params(cfg))
     assert first["gc_parse_stats"] == 3
 
     # the rest of the file arrives; only that file is parsed again, whole
     with open(tmp_path / "a" / "g1.log", "a") as fh:
         fh.write("".join(lines[cut:]))
     tail(cfg)
-    second = run_gc(slh, cfg)
+    second = run_gc(slh, gc_params(cfg))
     assert second["gc_parse_stats"] == 1
     lh = Lakehouse(cfg.lakehouse_root())
     assert files_to_parse(bronze_line_counts(lh), parsed_line_counts(lh)) == []  # next run: nothing to do
@@ -126,12 +127,12 @@ def test_import_in_parallel_and_findings_with_thresholds(tmp_path, spark):
     files = [("amq-a", file_identity(p), str(p)) for p in paths]
     seen: list[tuple[int, int]] = []
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
-    counts = import_files(slh, cfg, files, progress=lambda d, t: seen.append((d, t)))
+    counts = import_files(slh, gc_params(cfg), files, progress=lambda d, t: seen.append((d, t)))
     assert seen and seen[-1] == (3, 3), seen  # one task per file
     expected = {p.name: parse_file(p)[0] for p in paths}
     assert counts["gc_events"] == sum(len(v) for v in expected.values())
     assert counts["gc_parse_stats"] == 3
-    again = import_files(slh, cfg, files)
+    again = import_files(slh, gc_params(cfg), files)
     assert again == counts  # idempotent: the files' partitions are replaced
 
     lh = Lakehouse(cfg.lakehouse_root())

@@ -20,7 +20,6 @@ from collectors.gc import COLLECTORS, GcEvent, GcLogParser, parse_file, parse_li
 from collectors.gc.model import SAFEPOINT_PHASE, STOPPED_PHASE
 from tests import gc_expected as X
 
-
 CORPUS = X.locate_corpus()
 NO_CORPUS = "GC corpus not found (expected <root>/shared/corpus/gc or $BROKERSCOPE_SHARED)"
 needs_corpus = pytest.mark.skipif(CORPUS is None, reason=NO_CORPUS)

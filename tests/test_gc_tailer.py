@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.config import config_from_dict
 from collectors.gc.tailer import HEAD_BYTES, GcTailer, OffsetStore, StateFileBusy, file_identity, read_lines
 from collectors.recording import RecordingWriter, read_envelopes
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,14 +1,13 @@
-"""Incidents (lakehouse/jobs/incidents.py): grouping and summaries on tiny evidence frames, the
+"""Incidents (analysis/incidents.py): grouping and summaries on tiny evidence frames, the
 evidence of tiny gold tables through Spark (a GC cause pulled into a split brain's incident; a clean
 failover is no split-brain incident), and the real kill-master drill end to end: one incident with
 the failover in it, told in plain words, with the same id after a `--full` rerun."""
 
 import pandas as pd
 
-from lakehouse.jobs.incidents import (
-    EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, assigned_evidence, evidence, incidents, summarize_incident,
-)
-from lakehouse.jobs.runs import contract_frame, stable_id
+from analysis.incidents import (EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, assigned_evidence, evidence,
+                                incidents, summarize_incident)
+from analysis.runs import contract_frame, stable_id
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
 

@@ -13,16 +13,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from analysis import watermark as watermark_module
+from analysis.params import spine_params
+from analysis.runner import analyze
+from analysis.spine import GOLD_TABLES, run_gold, run_spine
+from analysis.watermark import read_watermark
 from bench.bench_spine import generate
-from brokerscope.analyze import analyze, skew_threshold, target_map
-from brokerscope.config import config_from_dict
 from collectors.replay import replay
-from lakehouse.jobs import spine as spine_job
-from lakehouse.jobs.spine import GOLD_TABLES, run_gold, run_spine
-from lakehouse.jobs.watermark import read_watermark
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from lakehouse.tables import SILVER_FROM_JOLOKIA, contract
+from settings import config_from_dict
 
 FIX = Path(__file__).parent / "fixtures"
 ARTEMIS = [FIX / "artemis" / f for f in ("failover_jolokia1.jsonl.gz", "split_brain.jsonl.gz")]
@@ -39,8 +40,7 @@ def recording_lines(paths: list[Path]) -> list[str]:
 def spine(cfg, spark, said: list[str] | None = None, full: bool = False) -> None:
     """What `brokerscope analyze` runs for the spine (its other jobs are not under test here)."""
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
-    run_spine(slh, target_map(cfg), progress=None if said is None else said.append, full=full,
-              skew_threshold=skew_threshold(cfg))
+    run_spine(slh, spine_params(cfg), progress=None if said is None else said.append, full=full)
 
 
 def analyse_in_parts(cfg, lines: list[str], cuts: list[int], workdir: Path, spark) -> list[str]:
@@ -74,7 +74,7 @@ def artemis() -> tuple[dict, list[str]]:
 # backup up; live dead, backup live; inside the split brain). Here: Artemis at a 1 s tail, where stored rows
 # older than 1 s are looked up per instance, not in the tail.
 def test_analysing_part_by_part_equals_one_full_run(artemis_in_full, tmp_path, spark, monkeypatch):
-    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", 1 * 1_000_000)
+    monkeypatch.setattr(watermark_module, "RESUME_TAIL_US", 1 * 1_000_000)
     data, lines = artemis()
     inc = config(data, tmp_path / "inc")
     said = analyse_in_parts(inc, lines, [9, 26, 48], tmp_path, spark)
@@ -142,7 +142,7 @@ def generated_full_gold(generated, tmp_path_factory, spark):
 @pytest.mark.parametrize("tail_s", [600, 3])  # 3 s: most resume points come from stored intervals
 def test_gold_increments_equal_a_full_run(generated, generated_base_gold, generated_full_gold, tail_s, tmp_path, spark,
                                          monkeypatch):
-    monkeypatch.setattr(spine_job, "RESUME_TAIL_US", tail_s * 1_000_000)
+    monkeypatch.setattr(watermark_module, "RESUME_TAIL_US", tail_s * 1_000_000)
     _base, extra = generated
     shutil.copytree(generated_base_gold, tmp_path / "inc")  # the base rows and their gold, ours to append to
     lh = Lakehouse(tmp_path / "inc")

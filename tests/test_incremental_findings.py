@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze, run_findings, skew_threshold, target_map
+from analysis.lag import LAG_TABLES, run_lag
+from analysis.params import analysis_params, spine_params
+from analysis.runner import analyze, run_findings
+from analysis.spine import run_spine
+from analysis.stuck import run_stuck
 from collectors.replay import replay
-from lakehouse.jobs.lag import LAG_TABLES, run_lag
-from lakehouse.jobs.spine import run_spine
-from lakehouse.jobs.stuck import run_stuck
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from tests.test_incremental import artemis, config, drill, snapshot
@@ -30,7 +31,7 @@ def weblogic() -> tuple[dict, list[str]]:
 
 def spine_and_stuck(cfg, spark, said: list[str], full: bool = False) -> None:
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
-    run_spine(slh, target_map(cfg), progress=said.append, full=full, skew_threshold=skew_threshold(cfg))
+    run_spine(slh, spine_params(cfg), progress=said.append, full=full)
     run_stuck(slh, cfg.analysis.stuck, progress=said.append, full=full)
 
 
@@ -122,7 +123,7 @@ def test_gold_jobs_rerun_when_an_input_changed(analysed_kill_master, tmp_path, s
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
     slh.write("failover_events", slh.read("failover_events").limit(0))  # someone rewrote an input
     said: list[str] = []
-    run_findings(slh, cfg, said.append)
+    run_findings(slh, analysis_params(cfg), said.append)
     assert "gold risk_findings" in said and "gold incidents, incident_evidence" in said
     assert slh.lakehouse.count("incidents") == 0  # no failover left to tell
     said.clear()

@@ -4,7 +4,8 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 
-from lakehouse.jobs.spine import group_failovers, instance_intervals
+from analysis.failovers import group_failovers
+from analysis.intervals import instance_intervals
 
 T0 = datetime(2026, 11, 21, 22, 32, 30, tzinfo=timezone.utc)
 

@@ -11,6 +11,7 @@ import pytest
 from collectors.jolokia import JolokiaClient, UnsafeRequestError, classify_body
 from tests.servers import agent_jvm, bad_http, free_port
 
+
 def run(coro):
     return asyncio.run(coro)
 

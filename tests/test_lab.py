@@ -13,16 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.lab import (
-    TEMPLATE_DIR,
-    ActiveMQPair,
-    LabError,
-    _render,
-    agent_jvm_arg,
-    build_agent,
-    jolokia_request,
-    stomp_send,
-)
+from infra.lab import (TEMPLATE_DIR, ActiveMQPair, LabError, _render, agent_jvm_arg, build_agent, jolokia_request,
+                       stomp_send)
 
 try:
     from lab_fixtures import AgentJVM, activemq_pair, agent_jar, agent_jvm, requires_lab  # noqa: F401

@@ -1,4 +1,4 @@
-"""Replication lag (lakehouse/jobs/lag.py): lag in time and its failure modes (Kafka Lag Exporter's NaN
+"""Replication lag (analysis/lag.py): lag in time and its failure modes (Kafka Lag Exporter's NaN
 and "astronomical" values: single point, quiet topic, old position, restart), Burrow's rules in
 ANCHORS §1.3 order, scrape rounds, then the Kafka captures (controller failover, two controllers,
 MM2/Replicator/consumer lag) and Artemis' replica sync — in pandas, and once through the Spark
@@ -9,26 +9,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from brokerscope.config import LagSettings
-from lakehouse.jobs.lag import (
-    LAG_FLOWS,
-    SERIES_KEY,
-    LagRules,
-    LookupTable,
-    burrow_statuses,
-    broker_findings,
-    group_cluster_findings,
-    instance_lag,
-    lag_findings,
-    lag_seconds,
-    replica_sync_gaps,
-    replication_lag,
-    scrape_rounds,
-    series_findings,
-    series_lag,
-    time_behind,
-)
+from analysis.lag import (LAG_FLOWS, SERIES_KEY, LagRules, LookupTable, broker_findings, burrow_statuses,
+                          group_cluster_findings, instance_lag, lag_findings, lag_seconds, replica_sync_gaps,
+                          replication_lag, scrape_rounds, series_findings, series_lag, time_behind)
 from lakehouse.tables import contract
+from settings import LagSettings
 from tests.fixtures.analytics.silver import silver
 
 T = pd.Timestamp

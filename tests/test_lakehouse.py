@@ -13,12 +13,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakehouse.spark import (
-    DeltaSparkUnavailableError,
-    SparkLakehouse,
-    delta_native_available,
-    spark_schema,
-)
+from lakehouse.spark import DeltaSparkUnavailableError, SparkLakehouse, delta_native_available, spark_schema
 from lakehouse.store import Lakehouse, LakehouseError
 from lakehouse.tables import contract
 from tests.spark_fixtures import spark  # noqa: F401

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
-from collectors.base import scrape_requests
+from analysis.runner import analyze
 from collectors.artemis import ArtemisPack, Topology, backup_announced, parse_topology
-from collectors.base import Observation
+from collectors.base import Observation, scrape_requests
 from collectors.objectname import parse_object_name
 from collectors.recording import observation_from_envelope, read_envelopes
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.fixtures.artemis import make_captures as mk
 
 FIX = Path(__file__).parent / "fixtures" / "artemis"

@@ -16,8 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
+from analysis.runner import analyze
 from collectors.base import MBeanRead
 from collectors.kafka import KafkaPack, mm2_source_facts, replicator_facts
 from collectors.objectname import parse_object_name
@@ -25,6 +24,7 @@ from collectors.recording import observation_from_envelope, read_envelopes
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
+from settings import config_from_dict
 
 FIX = Path(__file__).parent / "fixtures" / "kafka"
 FAILOVER = FIX / "kafka_controller_failover.jsonl.gz"

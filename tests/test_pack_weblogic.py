@@ -16,16 +16,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
-from collectors.base import scrape_requests
-from collectors.base import Observation, format_ts
+from analysis.runner import analyze
+from collectors.base import Observation, format_ts, scrape_requests
 from collectors.jolokia import check_read_only
 from collectors.packs import pack_for
 from collectors.recording import observation_from_envelope, read_envelopes
 from collectors.replay import replay
 from collectors.weblogic import WebLogicPack, health_state, logical_destination, parse_member_name
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 
 FIX = Path(__file__).parent / "fixtures" / "weblogic"
 CAPTURES = {1: FIX / "weblogic_jolokia1.jsonl", 2: FIX / "weblogic_jolokia2.jsonl"}

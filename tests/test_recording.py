@@ -4,15 +4,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from collectors.recording import (
-    ReadReport,
-    RecordingError,
-    RecordingWriter,
-    bronze_row,
-    envelope,
-    observation_from_envelope,
-    read_envelopes,
-)
+from collectors.recording import (ReadReport, RecordingError, RecordingWriter, bronze_row, envelope,
+                                  observation_from_envelope, read_envelopes)
 
 TS = datetime(2026, 11, 21, 22, 32, 33, 12345, tzinfo=timezone.utc)
 REQ = [{"type": "read", "mbean": "org.apache.activemq:type=Broker,brokerName=*", "attribute": "Slave"}]

@@ -37,7 +37,6 @@ from pathlib import Path
 
 import pytest
 
-from brokerscope.config import config_from_dict, load_config
 from collectors.activemq import ActiveMQPack
 from collectors.base import broker_clock_skew_s, obs_key, parse_ts
 from collectors.recording import ReadReport, observation_from_envelope, read_envelopes
@@ -45,6 +44,7 @@ from collectors.replay import replay
 from collectors.scraper import Collector
 from lakehouse.store import Lakehouse, LakehouseError
 from lakehouse.tables import TABLES
+from settings import config_from_dict, load_config
 from tests.jolokia_stub import activemq_items, jolokia_stub
 from tests.jolokia_stub import replay as replay_route
 
@@ -330,7 +330,7 @@ def test_truncated_parquet_file_clear_error_writes_refused_then_repaired(tmp_pat
         assert "table 'bronze_jolokia'" in msg and f"data file {victim} is damaged" in msg
         assert "repair()" in msg and "brokerscope replay" in msg
     # the collector's buffer keeps what could not be written, and lands it once the table is repaired
-    from collectors.scraper import BronzeBuffer
+    from collectors.bronze import BronzeBuffer
 
     buf = BronzeBuffer(lh, "bronze_jolokia")
     buf.extend(_bronze_rows(5, 1000))

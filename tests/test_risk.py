@@ -1,4 +1,4 @@
-"""HA risk states (lakehouse/jobs/risk.py): each rule on tiny hand-made frames, positive and
+"""HA risk states (analysis/risk.py): each rule on tiny hand-made frames, positive and
 negative, then the Spark wiring on a tiny lakehouse (the same answers as the pandas functions)."""
 
 from datetime import timezone
@@ -6,20 +6,12 @@ from datetime import timezone
 import pandas as pd
 import pytest
 
-from brokerscope.config import config_from_dict
-from lakehouse.jobs.risk import (
-    STATE_COLUMNS,
-    RiskParams,
-    failover_duration,
-    group_state_risks,
-    params_from_config,
-    quorum_findings,
-    restarted_into_split_brain,
-    run_risk,
-    shutdown_on_failure_off,
-)
+from analysis.params import risk_params
+from analysis.risk import (STATE_COLUMNS, RiskParams, failover_duration, group_state_risks, quorum_findings,
+                           restarted_into_split_brain, run_risk, shutdown_on_failure_off)
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 
 T0 = pd.Timestamp("2026-01-01 00:00:00")
 PARAMS = RiskParams(unprotected_grace_s=60, stale_backup_grace_s=60, scrape_interval_s=5)
@@ -230,7 +222,7 @@ def test_params_from_config_take_the_ha_block_and_gc_timeouts():
     cfg = config_from_dict({"scrape_interval": "2s", "analysis": {"risk": {"unprotected_grace": "90s"}}, "targets": [
         {"name": "art-a", "kind": "artemis", "url": "http://a:8161/console/jolokia", "ha": {"check_for_live_server": False},
          "gc": {"connection_ttl_ms": 20000}}]})
-    p = params_from_config(cfg)
+    p = risk_params(cfg)
     assert p.unprotected_grace_s == 90 and p.scrape_interval_s == 2
     assert p.ha == {"art-a": {"check_for_live_server": False}}
     assert p.timeouts_ms["art-a"] == {"connection_ttl_ms": 20000.0, "zk_session_ms": 18000.0}
@@ -253,7 +245,7 @@ def test_run_risk_writes_what_the_pandas_rules_find(tmp_path, spark):
 
 
 def test_a_bad_ha_setting_is_refused_naming_the_key():
-    from brokerscope.config import ConfigError
+    from settings import ConfigError
 
     with pytest.raises(ConfigError, match=r"targets\[0\]\.ha\.lock_acquire_sleep_ms"):
         config_from_dict({"targets": [{"name": "a", "kind": "activemq", "url": "http://a:8161/api/jolokia",

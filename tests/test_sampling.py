@@ -1,13 +1,12 @@
 """Adaptive destination sampling: the pure decision logic, then a real broker with many queues."""
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from collectors.activemq import ActiveMQPack
-from collectors.sampling import DestinationSampler, matches_pattern
 from collectors.objectname import parse_object_name
+from collectors.sampling import DestinationSampler, matches_pattern
 
 PACK = ActiveMQPack()
 
@@ -98,11 +97,10 @@ def test_broker_that_shrank_goes_back_to_the_wildcard():
 def test_real_broker_with_many_queues(tmp_path):
     """30 real queues on a real ActiveMQ master, at most 10 destinations per scrape: every scrape
     stays bounded, the backlogged queue is in every scrape, every queue lands in silver."""
-    from brokerscope.config import config_from_dict
-    from collectors.base import Observation
-    from collectors.recording import read_envelopes, observation_from_envelope
+    from collectors.recording import observation_from_envelope, read_envelopes
     from collectors.scraper import Collector
     from infra.lab import ActiveMQPair, stomp_send
+    from settings import config_from_dict
 
     with ActiveMQPair(tmp_path / "lab") as pair:
         url = pair.brokers["amq-a"].stomp_url

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from brokerscope.config import ConfigError, config_from_dict
 from collectors.base import scrape_requests
 from collectors.jolokia import READ_ONLY_TYPES, JolokiaClient, UnsafeRequestError
 from collectors.packs import PACKS
@@ -33,6 +32,7 @@ from collectors.scraper import Collector
 from collectors.zookeeper.wire import READ_ONLY_COMMANDS, four_letter_word
 from lakehouse.store import Lakehouse
 from lakehouse.tables import TABLES
+from settings import ConfigError, config_from_dict
 from tests.jolokia_stub import activemq_items, basic_auth, fixed, jolokia_stub, replay, self_signed_cert
 from tests.servers import free_port
 
@@ -217,7 +217,7 @@ def test_credentials_never_reach_silver_and_gold(tmp_path, monkeypatch, capfd, s
                     f"  - {{name: amq-a, kind: activemq, url: '{s.url('/api/jolokia')}', group: g, "
                     f"username: {USER}, password_env: P8_AMQ_PASSWORD}}\n")
         (tmp_path / "c.yaml").write_text(cfg_text)
-        from brokerscope.config import load_config
+        from settings import load_config
 
         run(Collector(load_config(tmp_path / "c.yaml")).run(duration=1.0))
     from brokerscope.cli import main
@@ -295,9 +295,9 @@ def test_tls_verification_off_only_when_asked(tls_stub, tmp_path):
 
 
 def test_webhook_goes_to_the_configured_url_with_configured_headers_only(tmp_path, monkeypatch):
-    from alerts.config import ReceiverConfig
     from alerts.receivers import Notification, Receiver
     from alerts.rules import Alert
+    from settings.alerts import ReceiverConfig
 
     hostile = "x\r\nX-Injected: 1\r\nHost: evil.example"
     now = datetime(2026, 11, 22, tzinfo=timezone.utc)

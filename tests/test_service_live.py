@@ -20,9 +20,9 @@ import pytest
 
 from alerts.exporter import wait_metrics
 from bench.bench_alert_latency import GROUP, WebhookReceiver, drill, relevant_firing, settle, write_config
-from brokerscope.config import load_config
 from brokerscope.service import Service
 from lakehouse.store import Lakehouse
+from settings import load_config
 from tests.lab_fixtures import activemq_pair, agent_jar, requires_lab  # noqa: F401
 
 pytestmark = pytest.mark.slow

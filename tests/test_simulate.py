@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from brokerscope.cli import main
-from brokerscope.config import config_from_dict
 from brokerscope.simulate import SCENARIOS, ScenarioError, Spec, build
 from brokerscope.simulate.jolokia import Jolokia1, Jolokia2, MBean, Throws, answer
 from brokerscope.simulate.model import within
@@ -23,6 +22,7 @@ from collectors.gc.parser import parse_lines
 from collectors.packs import PACKS
 from collectors.recording import observation_from_envelope, read_envelopes, validate_envelope
 from collectors.zookeeper.parse import coordination_rows, server_state_row
+from settings import config_from_dict
 
 INTERVAL, DURATION = 1.0, 30.0
 CASES = [(name, kind) for name, e in SCENARIOS.items() for kind in e.kinds]

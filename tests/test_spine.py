@@ -4,17 +4,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
-import pytest
 import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
+from analysis.runner import analyze
+from analysis.split_brain import split_brain_windows
 from brokerscope.timeline import build_timeline, render_text
 from collectors.replay import replay
-from lakehouse.jobs.spine import split_brain_windows
-from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from lakehouse.tables import BROKER_STATE
+from settings import config_from_dict
 from tests.drill_checks import check_kill_master
 
 FIX = Path(__file__).parent / "fixtures"
@@ -95,7 +93,7 @@ def state_frame(spark, seqs: dict[str, str], step=1.0):
 
 
 def windows(spark, seqs):
-    from lakehouse.jobs.spine import role_intervals
+    from analysis.intervals import role_intervals
 
     st = state_frame(spark, seqs)
     return [r.asDict() for r in split_brain_windows(role_intervals(st), st).collect()]
@@ -124,7 +122,7 @@ def test_clean_failover_is_not_split_brain(spark):
 
 
 def test_misconfigured_pair_is_a_group_check_finding(spark):
-    from lakehouse.jobs.spine import ha_group_checks
+    from analysis.groups import ha_group_checks
 
     st = state_frame(spark, {"a": "MMMM", "b": "MMMM", "c": "MMSS"})
     from pyspark.sql import functions as F
@@ -142,8 +140,9 @@ def test_misconfigured_pair_is_a_group_check_finding(spark):
 
 
 def test_derived_groups_reach_rows_that_cannot_name_theirs(spark):
-    from lakehouse.jobs.spine import fill_derived_groups
     from pyspark.sql import functions as F
+
+    from analysis.groups import fill_derived_groups
 
     # b: waiting slave (group falls back to 'b'), then master of store S, then unanswered
     st = state_frame(spark, {"b": "SSMMx"}).withColumn(

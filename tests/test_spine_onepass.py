@@ -8,16 +8,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from lakehouse.jobs.spine import (
-    decode_kinds,
-    gold_spine,
-    instance_intervals,
-    overlapping_pairs,
-    sort_by_key,
-    spine_intervals,
-    spine_windows,
-    windows_with_traffic,
-)
+from analysis.frames import decode_kinds, sort_by_key
+from analysis.intervals import instance_intervals
+from analysis.spine import gold_spine, spine_intervals, spine_windows
+from analysis.split_brain import overlapping_pairs, windows_with_traffic
 from lakehouse.tables import BROKER_STATE, ROLE_INTERVALS
 
 T0 = datetime(2026, 11, 21, 23, 59, 50, tzinfo=timezone.utc)

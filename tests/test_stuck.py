@@ -1,4 +1,4 @@
-"""Stuck messages (lakehouse/jobs/stuck.py): each rule on tiny hand-made frames, then the captures —
+"""Stuck messages (analysis/stuck.py): each rule on tiny hand-made frames, then the captures —
 WebLogic's stranded member and unreachable member through replay → analyze (the wiring), Artemis'
 ageing subscription and DLQ followed across a failover, the real ActiveMQ kill-master drill (a clean
 failover: no replay finding; the same with old messages added: one)."""
@@ -10,19 +10,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
+from analysis.failovers import group_failovers
+from analysis.intervals import instance_intervals
+from analysis.runner import analyze
+from analysis.stuck import (DEST_COLUMNS, EVENT_COLUMNS, STATE_COLUMNS, delivered_since_previous, group_stuck,
+                            held_without_consumers)
 from collectors.replay import replay
-from lakehouse.jobs.spine import group_failovers, instance_intervals
-from lakehouse.jobs.stuck import (
-    DEST_COLUMNS,
-    EVENT_COLUMNS,
-    STATE_COLUMNS,
-    delivered_since_previous,
-    group_stuck,
-    held_without_consumers,
-)
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.fixtures.analytics.silver import FIXTURES, silver
 
 T = pd.Timestamp

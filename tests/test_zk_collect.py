@@ -9,15 +9,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from brokerscope.config import ConfigError, config_from_dict
 from collectors.jolokia import error_kind_of
 from collectors.recording import read_envelopes
 from collectors.zookeeper import bronze_zk_row, validate_zk_envelope
-from collectors.zookeeper.parse import (
-    coordination_rows, decode_sequence, parse_mntr, parse_srvr, server_state_row, split_zxid,
-)
+from collectors.zookeeper.parse import (coordination_rows, decode_sequence, parse_mntr, parse_srvr, server_state_row,
+                                        split_zxid)
 from collectors.zookeeper.wire import NOT_SERVING, admin_command, four_letter_word, not_serving, whitelist_refusal
 from infra.lab import free_port
+from settings import ConfigError, config_from_dict
 
 FIX = Path(__file__).parent / "fixtures" / "zookeeper"
 ENVS = list(read_envelopes(FIX / "drill.jsonl.gz"))

@@ -6,9 +6,8 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from lakehouse.jobs.zookeeper import (
-    elections, ensemble_rounds, gc_links, lock_findings, quorum_intervals, ensemble_risks, server_spikes,
-)
+from analysis.zookeeper import (elections, ensemble_risks, ensemble_rounds, gc_links, lock_findings, quorum_intervals,
+                                server_spikes)
 from lakehouse.tables import BROKER_STATE, GC_FINDINGS, ZK_ELECTIONS, ZK_FINDINGS, ZK_SERVER_STATE
 
 T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
@@ -145,7 +144,10 @@ def test_timeline_entries_for_elections_quorum_and_locks():
     from brokerscope.timeline import build_timeline, render_text
     from lakehouse.store import conform_arrow
     from lakehouse.tables import (
-        FAILOVER_EVENTS, ROLE_INTERVALS, SPLIT_BRAIN_WINDOWS, ZK_QUORUM,
+        FAILOVER_EVENTS,
+        ROLE_INTERVALS,
+        SPLIT_BRAIN_WINDOWS,
+        ZK_QUORUM,
     )
 
     def table(contract, rows):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
+from analysis.runner import analyze
 from collectors.recording import bronze_row
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.fixtures.zookeeper import checks
 from tests.fixtures.zookeeper.drill import artemis_envelopes, full_config, gc_finding, run_drill
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brokerscope.analyze import analyze
-from brokerscope.config import config_from_dict
+from analysis.runner import analyze
+from analysis.params import zookeeper_params
+from analysis.zookeeper import run_zookeeper
 from collectors.replay import replay
-from lakehouse.jobs.zookeeper import params_from_config, run_zookeeper
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
+from settings import config_from_dict
 from tests.fixtures.zookeeper.checks import check_all
 from tests.fixtures.zookeeper.drill import gc_finding
 
@@ -54,6 +55,6 @@ def test_recorded_drill_yields_every_finding(replayed):
 def test_rerunning_the_job_is_idempotent(replayed, spark):
     cfg, lh, _, counts = replayed
     before = {t: sorted(map(str, lh.read(t).to_pylist())) for t in ("zk_quorum", "zk_elections", "zk_findings")}
-    again = run_zookeeper(SparkLakehouse(spark, lh), params_from_config(cfg))
+    again = run_zookeeper(SparkLakehouse(spark, lh), zookeeper_params(cfg))
     assert again == {k: v for k, v in counts.items() if k in again}
     assert {t: sorted(map(str, lh.read(t).to_pylist())) for t in before} == before

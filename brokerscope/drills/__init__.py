@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 
 from brokerscope.drills.common import Scorecard, say, stop_leftovers
+from lakehouse.store import Lakehouse
+from settings import load_config
 
 __all__ = ["DRILLS", "drill_module", "run_drill", "analyze_and_score"]
 
@@ -39,9 +41,7 @@ def drill_module(name: str) -> ModuleType:
 
 def analyze_and_score(name: str, cfg_path: Path, truth: dict, spark=None) -> Scorecard:
     """Spark over the drill's lakehouse, then its scorecard, written to ``report.json`` beside it."""
-    from brokerscope.analyze import analyze
-    from brokerscope.config import load_config
-    from lakehouse.store import Lakehouse
+    from analysis.runner import analyze  # deferred: pyspark is heavy to import
 
     cfg = load_config(cfg_path)
     say("analysing: Spark jobs bronze → silver → gold")

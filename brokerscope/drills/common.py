@@ -23,7 +23,11 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from brokerscope.config import Config, load_config
+from collectors.gc.tailer import GcTailer
+from collectors.recording import RecordingWriter
+from collectors.scraper import Collector
+from infra.lab import LabError, stomp_send
+from settings import Config, load_config
 
 #: scheduling jitter of the scrape loop on a loaded machine, allowed on top of one scrape interval
 SLACK_S = 0.1
@@ -139,8 +143,6 @@ class BackgroundCollector:
     have ``gc_logs``), writing bronze and one recording; stoppable from the drill."""
 
     def __init__(self, config: Config, record: Path) -> None:
-        from collectors.recording import RecordingWriter
-        from collectors.scraper import Collector
 
         self.writer = RecordingWriter(str(record))
         self.collector = Collector(config)
@@ -152,7 +154,6 @@ class BackgroundCollector:
         self._tail_thread: threading.Thread | None = None
         self.tailer = None
         if any(t.gc_logs for t in config.targets):
-            from collectors.gc.tailer import GcTailer
 
             self.tailer = GcTailer(config, lakehouse=self.collector.lakehouse, recorder=self.collector.recorder)
 
@@ -275,7 +276,6 @@ class Producer(Periodic):
         return sum(1 for s, a in zip(self.acked_sent, self.acked) if start <= s and a <= end)
 
     def tick(self) -> None:
-        from infra.lab import LabError, stomp_send
 
         t = time.time()
         try:

@@ -21,9 +21,10 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Periodic, Scorecard, activemq_targets, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth,
-)
+from brokerscope.drills.common import (Periodic, Scorecard, activemq_targets, epoch, fresh_workdir, rows, say, settle,
+                                       start_collecting, write_truth)
+from brokerscope.timeline import build_timeline
+from infra.lab import BROKER_MBEAN_PATTERN, ActiveMQPair, ballast_jvm_arg, build_agent, java_tool, jolokia_request
 
 NAME = "gc-pause"
 SUMMARY = "a multi-second stop-the-world full GC in a broker JVM with a large live set, from its GC log"
@@ -42,7 +43,6 @@ class JolokiaProbe(Periodic):
         self.samples: list[tuple[float, float | None]] = []
 
     def tick(self) -> None:
-        from infra.lab import BROKER_MBEAN_PATTERN, jolokia_request
 
         sent = time.time()
         try:
@@ -58,7 +58,6 @@ class JolokiaProbe(Periodic):
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
-    from infra.lab import ActiveMQPair, ballast_jvm_arg, build_agent, java_tool
 
     workdir = fresh_workdir(workdir, keep)
     build_agent()
@@ -133,7 +132,6 @@ def line_read_latency(lh, event: dict, pause_end: float) -> float | None:
 
 
 def on_timeline(lh, target: str, wall_time) -> bool:
-    from brokerscope.timeline import build_timeline
 
     entries = build_timeline(lh.read("role_intervals"), lh.read("failover_events"), lh.read("split_brain_windows"),
                              lh.read("broker_state"), gc_findings=lh.read("gc_findings"))

@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    QUEUE, Scorecard, activemq_log, activemq_targets, describe_window, epoch, first_log_time, fresh_workdir,
-    master_and_slave, rows, say, settle, start_collecting, write_truth,
-)
+from brokerscope.drills.common import (QUEUE, Scorecard, activemq_log, activemq_targets, describe_window, epoch,
+                                       first_log_time, fresh_workdir, master_and_slave, rows, say, settle,
+                                       start_collecting, write_truth)
+from infra.lab import ActiveMQPair, build_agent, stomp_send
 
 NAME = "kill-master"
 SUMMARY = "SIGKILL the ActiveMQ master (shared-file lock) → failover; restart it → slave"
@@ -25,7 +25,6 @@ STARTED = r"Apache ActiveMQ \S+ \(.*\) started"
 def run(workdir: Path, interval: float = 0.5, keep: bool = False, gc_logs: bool = False) -> tuple[Path, dict]:
     """Run the drill with live collection; returns (config path, ground truth). `gc_logs`: also
     tail both brokers' GC logs (the demo does; the drill's score does not need them)."""
-    from infra.lab import ActiveMQPair, build_agent, stomp_send
 
     workdir = fresh_workdir(workdir, keep)
     say("building the Jolokia agent (once)")

@@ -20,10 +20,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Producer, Scorecard, activemq_log, activemq_targets, epoch, first_log_time, fresh_workdir,
-    master_and_slave, pick, rows, say, settle, start_collecting, write_truth,
-)
+from brokerscope.drills.common import (Producer, Scorecard, activemq_log, activemq_targets, epoch, first_log_time,
+                                       fresh_workdir, master_and_slave, pick, rows, say, settle, start_collecting,
+                                       write_truth)
+from infra.lab import ActiveMQPair, build_agent
+from infra.pg_lab import PgCluster
+from infra.tcp_proxy import TcpProxy
 
 NAME = "lease-split-brain"
 SUMMARY = "cut the ActiveMQ master's path to PostgreSQL (lease locker) until the slave takes over, heal it"
@@ -36,9 +38,6 @@ GIVING_UP = r"no longer able to keep the exclusive lock so giving up being a mas
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
-    from infra.lab import ActiveMQPair, build_agent
-    from infra.pg_lab import PgCluster
-    from infra.tcp_proxy import TcpProxy
 
     workdir = fresh_workdir(workdir, keep)
     build_agent()

@@ -11,11 +11,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Scorecard, activemq_log, activemq_targets, epoch, first_log_time, fresh_workdir, pick, rows, say, settle,
-    start_collecting, write_truth,
-)
+from brokerscope.drills.common import (Scorecard, activemq_log, activemq_targets, epoch, first_log_time, fresh_workdir,
+                                       pick, rows, say, settle, start_collecting, write_truth)
 from brokerscope.drills.kill_master import STARTED
+from infra.lab import ActiveMQPair, build_agent, free_port
 
 NAME = "misconfigured-pair"
 SUMMARY = "two brokers declared one HA group but each on its own KahaDB: both master"
@@ -23,7 +22,6 @@ BOTH_S = 4.0
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
-    from infra.lab import ActiveMQPair, build_agent, free_port
 
     workdir = fresh_workdir(workdir, keep)
     build_agent()

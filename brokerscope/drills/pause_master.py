@@ -16,10 +16,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Producer, Scorecard, activemq_targets, describe_window, epoch, fresh_workdir, master_and_slave, rows, say,
-    settle, start_collecting, write_truth,
-)
+from brokerscope.drills.common import (Producer, Scorecard, activemq_targets, describe_window, epoch, fresh_workdir,
+                                       master_and_slave, rows, say, settle, start_collecting, write_truth)
+from infra.lab import ActiveMQPair, build_agent
 
 NAME = "pause-master"
 SUMMARY = "SIGSTOP the ActiveMQ master longer than the takeover time, then SIGCONT"
@@ -27,7 +26,6 @@ PAUSE_S = 4.0  # the slave takes over within ~1 s of a lost lock (lockAcquireSle
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
-    from infra.lab import ActiveMQPair, build_agent
 
     workdir = fresh_workdir(workdir, keep)
     build_agent()

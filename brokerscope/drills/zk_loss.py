@@ -16,9 +16,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (
-    Scorecard, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth,
-)
+from brokerscope.drills.common import Scorecard, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth
+from infra.zk_lab import ZkEnsemble
 
 VARIANTS = ("zk-leader-loss", "zk-quorum-loss")
 NAME = "zk-leader-loss"
@@ -34,7 +33,6 @@ def zk_targets(zk) -> list[dict]:
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str = "zk-leader-loss") -> tuple[Path, dict]:
-    from infra.zk_lab import ZkEnsemble
 
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}")

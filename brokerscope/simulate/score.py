@@ -25,7 +25,11 @@ from typing import Callable
 
 import yaml
 
+from brokerscope.simulate.render import CONFIG, RECORDING, TRUTH
 from collectors.base import parse_ts
+from collectors.replay import replay
+from lakehouse.store import Lakehouse
+from settings import config_from_dict
 
 SLACK_S = 0.002  # recorded times have ms resolution: rounding on both sides
 GC_SESSION_CODES = ("gc.pause-over-third-session", "gc.pause-over-connection-ttl")
@@ -348,11 +352,7 @@ def score(lh, truth: dict) -> Report:
 def score_dir(directory: str | Path, spark=None, lakehouse: str | Path | None = None, progress=None) -> list[Report]:
     """Replay DIR/recording.jsonl.gz into a fresh lakehouse, analyze once, and score every scenario
     of DIR/truth.json (one, or a suite) against it."""
-    from brokerscope.analyze import analyze
-    from brokerscope.config import config_from_dict
-    from brokerscope.simulate.render import CONFIG, RECORDING, TRUTH
-    from collectors.replay import replay
-    from lakehouse.store import Lakehouse
+    from analysis.runner import analyze  # deferred: pyspark is heavy to import
 
     d = Path(directory)
     for name in (RECORDING, TRUTH, CONFIG):

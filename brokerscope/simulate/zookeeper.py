@@ -21,9 +21,9 @@ import uuid
 from datetime import datetime
 from random import Random
 
+from brokerscope.simulate.model import Member
 from collectors.recording import envelope
 from collectors.zookeeper.wire import SOURCE_4LW, SOURCE_ZNODE
-from brokerscope.simulate.model import Member
 
 VERSION = "3.8.4-9316c2a7a97e1666d8f4593f34dd6fc36ecc436c, built on 2024-02-12 22:16 UTC"
 NAMESPACE = "artemis"

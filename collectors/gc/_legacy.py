@@ -21,19 +21,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ._common import (
-    DEFERRED,
-    EVENT,
-    IGNORED,
-    INFO_LINE_RE,
-    UNKNOWN,
-    num,
-    parse_datestamp,
-    size_kb,
-    slug,
-    to_int,
-    wall_from_start,
-)
+from ._common import (DEFERRED, EVENT, IGNORED, INFO_LINE_RE, UNKNOWN, num, parse_datestamp, size_kb, slug, to_int,
+                      wall_from_start)
 from .model import STOPPED_PHASE, GcEvent
 
 _DATE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.,]\d{3}[+-]\d{4}"

@@ -16,22 +16,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ._common import (
-    EVENT,
-    GENERIC_INFO_RE,
-    IGNORED,
-    INFO_LINE_RE,
-    SIZE,
-    UNKNOWN,
-    collector_from_using,
-    epoch_ms_to_dt,
-    num,
-    parse_datestamp,
-    size_kb,
-    slug,
-    to_int,
-    wall_from_start,
-)
+from ._common import (EVENT, GENERIC_INFO_RE, IGNORED, INFO_LINE_RE, SIZE, UNKNOWN, collector_from_using,
+                      epoch_ms_to_dt, num, parse_datestamp, size_kb, slug, to_int, wall_from_start)
 from .model import SAFEPOINT_PHASE, STOPPED_PHASE, GcEvent
 
 # --- decorators -------------------------------------------------------------------------------

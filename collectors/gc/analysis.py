@@ -1,6 +1,6 @@
 """What a GC log says, in numbers and coded findings — pure Python over one file's events.
 
-Used by ``brokerscope gc report`` (no Spark) and by the gold job (``lakehouse.jobs.gc``, per file
+Used by ``brokerscope gc report`` (no Spark) and by the gold job (``analysis.gc``, per file
 inside Spark), so a report and the gc_findings table always agree.
 
 Events are dicts shaped like :meth:`GcEvent.to_dict` (``flags`` a list, or the comma-separated

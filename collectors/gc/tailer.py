@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Callable
 
-from brokerscope.config import ConfigError
 from collectors.base import ms_floor
 from collectors.gc.ingest import Line, bronze_rows, envelope
 from lakehouse.store import Lakehouse
+from settings import ConfigError
 
 log = logging.getLogger("brokerscope.gc.tail")
 

@@ -17,24 +17,17 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 import httpx
 
-from brokerscope.config import Target
 from collectors.base import ms_floor, obs_key, parse_ts
+from collectors.bronze import BronzeBuffer, CollectorHost, flush_periodically
 from collectors.jolokia import error_kind_of
 from collectors.recording import envelope
 from collectors.zookeeper.coordination import ReadOnlyZk, take_snapshot, watch_request
-from collectors.zookeeper.wire import (
-    SOURCE_ZNODE, ZkExchange, admin_command, compact_json, default_admin_url,
-    endpoint_of, four_letter_word, not_serving, whitelist_refusal,
-)
-
-from collectors.scraper import BronzeBuffer, flush_periodically
-
-if TYPE_CHECKING:
-    from collectors.scraper import Collector
+from collectors.zookeeper.wire import (SOURCE_ZNODE, ZkExchange, admin_command, compact_json, default_admin_url,
+                                       endpoint_of, four_letter_word, not_serving, whitelist_refusal)
+from settings import Target
 
 log = logging.getLogger("brokerscope.collect")
 BRONZE_TABLE = "bronze_zk"
@@ -94,7 +87,7 @@ def validate_zk_envelope(env: dict) -> str | None:
 class ZkCollector:
     """Runs inside `collectors.scraper.Collector.run` for the targets of kind zookeeper."""
 
-    def __init__(self, parent: "Collector", targets: list[Target]) -> None:
+    def __init__(self, parent: CollectorHost, targets: list[Target]) -> None:
         self.parent = parent
         self.config = parent.config
         self.ensembles = ensembles(targets)

@@ -13,6 +13,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
 from collectors.zookeeper.parse import ARTEMIS_PRESET, artemis_root
 
 
@@ -20,7 +23,6 @@ class ReadOnlyZk:
     """A kazoo session used only for reads, each bounded by `timeout` seconds."""
 
     def __init__(self, hosts: str, timeout: float, session_s: float = 10.0) -> None:
-        from kazoo.client import KazooClient
 
         self.hosts, self.timeout = hosts, timeout
         # read_only: also read from a server in read-only mode (readonlymode.enabled) during a partition
@@ -61,7 +63,6 @@ def stat_dict(stat: Any) -> dict[str, int]:
 
 def read_znode(zk: ReadOnlyZk, path: str, data: bool = True, children: bool = False) -> dict:
     """One znode record; a missing znode is `exists: false` (a fact, not an error)."""
-    from kazoo.exceptions import NoNodeError
 
     rec: dict[str, Any] = {"path": path, "exists": True}
     try:

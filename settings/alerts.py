@@ -32,15 +32,19 @@ Secrets (bearer tokens, basic-auth passwords, the PagerDuty routing key) are nev
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import pyarrow as pa
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from lakehouse.tables import TABLES, contract
+from settings.base import (ConfigError, Duration, DurationOrZero, Name, OneOf, Strict, check_http_url, one_of,
+                           resolve_secret)
 
 __all__ = [
     "AlertsConfig", "BuiltinRules", "ThresholdRule", "ReceiverConfig", "RetrySettings", "SecretError",
-    "BUILTIN_ALERTNAMES", "OPS",
+    "BUILTIN_ALERTNAMES", "OPS", "secret",
 ]
 
 # The built-in rule pack (alerts/rules.py); `rules.disabled` takes these names.
@@ -54,51 +58,22 @@ SEVERITIES = ("critical", "error", "warning", "info")
 RECEIVER_TYPES = ("webhook", "pagerduty", "alertmanager")
 
 
-def _one_of(v: str, allowed: tuple[str, ...]) -> str:
-    if v not in allowed:
-        raise ValueError(f"{v!r} is not allowed; use one of: {', '.join(allowed)}")
-    return v
 
 
 class SecretError(ValueError):
     """A secret (token, password, routing key) could not be resolved; says where it was looked for."""
 
 
-def _duration(v: object) -> float:
-    from brokerscope.config import parse_duration  # lazily: brokerscope.config imports this module
-
-    return parse_duration(v)
 
 
-def _duration_or_zero(v: object) -> float:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0:
-        return 0.0
-    if isinstance(v, str) and re.fullmatch(r"\s*0+(\.0+)?\s*(ms|s|m|h)?\s*", v):
-        return 0.0
-    return _duration(v)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def secret(owner: str, what: str, env: str | None, file: Path | None) -> str | None:
+    """A receiver's secret (`<what>_env` / `<what>_file`), read when sending; None when neither is set."""
+    return resolve_secret(owner, what, env, file, error=SecretError, keep_spaces=False)
 
 
-def resolve_secret(owner: str, what: str, env: str | None, file: Path | None) -> str | None:
-    """The secret named by `<what>_env` / `<what>_file`, read at use time; None when neither is set."""
-    if env:
-        value = os.environ.get(env)
-        if value is None:
-            raise SecretError(f"{owner}: environment variable {env} ({what}_env) is not set; "
-                              f"export it or use {what}_file")
-        return value
-    if file:
-        try:
-            return Path(file).read_text().strip()
-        except OSError as e:
-            raise SecretError(f"{owner}: cannot read {what}_file {file}: {e.strerror}") from None
-    return None
-
-
-class BasicAuth(_Strict):
+class BasicAuth(Strict):
     username: str = Field(min_length=1)
     password_env: str | None = None
     password_file: Path | None = None
@@ -110,31 +85,26 @@ class BasicAuth(_Strict):
         return self
 
 
-class RetrySettings(_Strict):
+class RetrySettings(Strict):
     """Per notification and tick: up to `attempts` tries, waiting `backoff`, ×2 each time, at most
     `max_backoff`. A notification that still fails is tried again at later ticks (its log entry
     was not written), with the same exponential spacing, until it gets through."""
 
     attempts: int = Field(default=3, ge=1, le=20)
-    backoff: float = 0.2
-    max_backoff: float = 30.0
-
-    @field_validator("backoff", "max_backoff", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return _duration(v)
+    backoff: Duration = 0.2
+    max_backoff: Duration = 30.0
 
 
-class ReceiverConfig(_Strict):
+class ReceiverConfig(Strict):
     """One receiver. `match`: only alerts whose labels have these values (a list: any of them)."""
 
-    name: str = Field(min_length=1)
-    type: str  # webhook | pagerduty | alertmanager
+    name: Name("rows in alert_notifications")
+    type: OneOf(*RECEIVER_TYPES)  # webhook | pagerduty | alertmanager
     url: str | None = None  # pagerduty: default https://events.pagerduty.com/v2/enqueue
     match: dict[str, str | list[str]] = Field(default_factory=dict)
     send_resolved: bool = True
     max_alerts: int = Field(default=0, ge=0)  # webhook: 0 = all alerts in one payload
-    timeout: float = 10.0
+    timeout: Duration = 10.0
     verify_tls: bool = True
     ca_file: Path | None = None
     headers: dict[str, str] = Field(default_factory=dict)  # non-secret headers only
@@ -145,33 +115,14 @@ class ReceiverConfig(_Strict):
     routing_key_file: Path | None = None  # pagerduty
     # alertmanager: firing alerts are pushed with endsAt = now + push_ttl and pushed again every
     # repush_interval, so Alertmanager keeps them while we run and resolves them if we stop for good
-    push_ttl: float = 300.0
-    repush_interval: float = 60.0
+    push_ttl: Duration = 300.0
+    repush_interval: Duration = 60.0
     retry: RetrySettings = Field(default_factory=RetrySettings)
-
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:-]*", v):
-            raise ValueError("use letters, digits and . _ : - only (it names rows in alert_notifications)")
-        return v
-
-    @field_validator("type")
-    @classmethod
-    def _type_ok(cls, v: str) -> str:
-        return _one_of(v, RECEIVER_TYPES)
-
-    @field_validator("timeout", "push_ttl", "repush_interval", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return _duration(v)
 
     @field_validator("url")
     @classmethod
     def _url_ok(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^https?://[^/\s]+", v):
-            raise ValueError("must be an http:// or https:// URL, e.g. https://hooks.example/brokerscope")
-        return v
+        return v if v is None else check_http_url(v, "https://hooks.example/brokerscope")
 
     @field_validator("headers")
     @classmethod
@@ -218,34 +169,23 @@ class ReceiverConfig(_Strict):
         return True
 
 
-class BuiltinRules(_Strict):
+class BuiltinRules(Strict):
     """Thresholds and switches of the built-in rule pack (alerts/rules.py)."""
 
     disabled: list[str] = Field(default_factory=list)  # alertnames to switch off
     severity: dict[str, str] = Field(default_factory=dict)  # alertname → critical | error | warning | info
-    failover_hold: float = 300.0  # FailoverHappened fires this long after the failover, then resolves
-    event_hold: float = 300.0  # the same for other events: split-brain windows that ended, GC pauses
-    finding_freshness: float = 300.0  # a finding without is_open counts as current while its end is this recent
-    no_active_for: float = 0.0  # NoActiveInstance: no active instance for at least this long
-    unreachable_for: float = 10.0  # CollectorCannotReachTarget: unanswered scrapes for at least this long
+    failover_hold: Duration = 300.0  # FailoverHappened fires this long after the failover, then resolves
+    event_hold: Duration = 300.0  # the same for other events: split-brain windows that ended, GC pauses
+    finding_freshness: Duration = 300.0  # a finding without is_open counts as current while its end is this recent
+    no_active_for: DurationOrZero = 0.0  # NoActiveInstance: no active instance for at least this long
+    unreachable_for: Duration = 10.0  # CollectorCannotReachTarget: unanswered scrapes for at least this long
     replication_lag_s: float | None = None  # ReplicationLag only above this (s); unset: the finding's threshold
     stuck_min_messages: int = Field(default=1, ge=0)  # StuckMessages only with at least this many messages
     stuck_include_info: bool = False  # also stuck findings of severity info (dead-letter / expiry queues)
     gc_codes: list[str] = Field(default_factory=lambda: ["gc.pause-over-third-session", "gc.pause-over-connection-ttl"])
-    lookback: float = 600.0  # how far back silver rows are read (collector health, threshold rules)
+    lookback: Duration = 600.0  # how far back silver rows are read (collector health, threshold rules)
     clock_skew_s: float = Field(default=2.0, gt=0)  # ClockSkew: |broker clock − collector clock| at least this …
-    clock_skew_for: float = 120.0  # … in every estimate for at least this long
-
-    @field_validator("failover_hold", "event_hold", "finding_freshness", "unreachable_for", "lookback",
-                     "clock_skew_for", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return _duration(v)
-
-    @field_validator("no_active_for", mode="before")
-    @classmethod
-    def _dur0(cls, v: object) -> float:
-        return _duration_or_zero(v)
+    clock_skew_for: Duration = 120.0  # … in every estimate for at least this long
 
     @field_validator("disabled")
     @classmethod
@@ -260,42 +200,27 @@ class BuiltinRules(_Strict):
     def _known_sev(cls, v: dict[str, str]) -> dict[str, str]:
         cls._known(list(v))
         for s in v.values():
-            _one_of(s, SEVERITIES)
+            one_of(s, SEVERITIES)
         return v
 
 
-class ThresholdRule(_Strict):
+class ThresholdRule(Strict):
     """A user rule: fires per distinct `labels` tuple while the latest row has `column op threshold`,
     for at least `for` (the trailing run of rows that hold)."""
 
     name: str = Field(min_length=1)
     table: str
     column: str
-    op: str  # > >= < <= == !=
+    op: OneOf(*OPS)  # > >= < <= == !=
     threshold: float | str | bool
-    for_: float = Field(default=0.0, alias="for")
+    for_: DurationOrZero = Field(default=0.0, alias="for")
     labels: list[str] = Field(default_factory=list)  # columns whose values become labels
-    severity: str = "warning"  # critical | error | warning | info
+    severity: OneOf(*SEVERITIES) = "warning"  # critical | error | warning | info
     time_column: str | None = None  # default: ts, else end_ts, else start_ts
     summary: str | None = None  # may use {column} placeholders of the row and {value}, {threshold}
     runbook: str | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @field_validator("op")
-    @classmethod
-    def _op_ok(cls, v: str) -> str:
-        return _one_of(v, OPS)
-
-    @field_validator("severity")
-    @classmethod
-    def _sev_ok(cls, v: str) -> str:
-        return _one_of(v, SEVERITIES)
-
-    @field_validator("for_", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return _duration_or_zero(v)
 
     @field_validator("name")
     @classmethod
@@ -308,8 +233,6 @@ class ThresholdRule(_Strict):
 
     @model_validator(mode="after")
     def _against_contract(self) -> "ThresholdRule":
-        from lakehouse.tables import TABLES
-
         c = TABLES.get(self.table)
         if c is None or c.layer not in ("silver", "gold"):
             known = ", ".join(sorted(n for n, t in TABLES.items() if t.layer in ("silver", "gold")))
@@ -322,8 +245,6 @@ class ThresholdRule(_Strict):
             raise ValueError(f"time_column: {self.table} has no column {self.time_column!r}")
         if self.time_column is None and not any(n in cols for n in ("ts", "end_ts", "start_ts")):
             raise ValueError(f"{self.table} has no ts/end_ts/start_ts column; set time_column")
-        import pyarrow as pa
-
         t = cols[self.column].type
         numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
         if numeric and (isinstance(self.threshold, (str, bool))):
@@ -336,41 +257,27 @@ class ThresholdRule(_Strict):
     def time_col(self) -> str:
         if self.time_column:
             return self.time_column
-        from lakehouse.tables import contract
-
         names = contract(self.table).column_names
         return next(n for n in ("ts", "end_ts", "start_ts") if n in names)
 
 
-class AlertsConfig(_Strict):
+class AlertsConfig(Strict):
     """Top-level `alerts:` section."""
 
     dashboard_url: str | None = None  # links <dashboard_url>/incident/<incident_id>
     external_url: str = "http://localhost"  # the payload's externalURL (where brokerscope is reached)
     group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster"])
-    group_wait: float = 0.0
-    group_interval: float = 10.0
-    repeat_interval: float = 4 * 3600.0
+    group_wait: DurationOrZero = 0.0
+    group_interval: Duration = 10.0
+    repeat_interval: Duration = 4 * 3600.0
     rules: BuiltinRules = Field(default_factory=BuiltinRules)
     threshold_rules: list[ThresholdRule] = Field(default_factory=list)
     receivers: list[ReceiverConfig] = Field(default_factory=list)
 
-    @field_validator("group_wait", mode="before")
-    @classmethod
-    def _dur0(cls, v: object) -> float:
-        return _duration_or_zero(v)
-
-    @field_validator("group_interval", "repeat_interval", mode="before")
-    @classmethod
-    def _dur(cls, v: object) -> float:
-        return _duration(v)
-
     @field_validator("dashboard_url", "external_url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^https?://[^/\s]+", v):
-            raise ValueError("must be an http:// or https:// URL")
-        return v.rstrip("/") if v else v
+        return v if v is None else check_http_url(v, "https://brokerscope.example").rstrip("/")
 
     @model_validator(mode="after")
     def _unique(self) -> "AlertsConfig":
@@ -385,7 +292,5 @@ class AlertsConfig(_Strict):
         for r in self.receivers:
             if r.name == name:
                 return r
-        from brokerscope.config import ConfigError
-
         raise ConfigError(f"no receiver named {name!r} under alerts.receivers; configured: "
                           f"{', '.join(r.name for r in self.receivers) or '(none)'}")

@@ -66,9 +66,6 @@ class CauseParams:
         return self.scrapes * self.scrape_interval_s
 
 
-def params_from_config(cfg) -> CauseParams:
-    c = cfg.analysis.causes
-    return CauseParams(scrape_interval_s=cfg.scrape_interval, scrapes=c.scrapes, slack_s=c.slack)
 
 
 def hms(col: str | Column) -> Column:

@@ -27,13 +27,15 @@ Shape: `evidence` normalizes each table to one frame (DataFrame → DataFrame); 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.jobs.causes import hms as _hms
-from lakehouse.jobs.runs import contract_frame, fmt_ts, stable_id
+from analysis.causes import hms as _hms
+from analysis.runs import contract_frame, fmt_ts, stable_id
 from lakehouse.tables import INCIDENT_EVIDENCE, INCIDENTS
 
 SEVERITY_ORDER = ("critical", "error", "warn", "info")
@@ -297,12 +299,20 @@ SOURCE_TABLES = ("failover_events", "split_brain_windows", *FINDING_TABLES, "gc_
                  "finding_causes")
 
 
-def run_incidents(slh, gap_s: float, kinds: dict[str, str] | None = None, progress=None,
-                  commit_info: dict | None = None) -> dict[str, int]:
-    """All gold findings → incidents, incident_evidence (whole tables every run). `kinds`: target →
-    kind from the config (GC findings name only their target)."""
+@dataclass(frozen=True)
+class IncidentParams:
+    """The incident job's parameters (analysis/params.py): findings closer than `gap_s` are one
+    incident; `kinds`: target → kind from the config (GC findings name only their target)."""
+
+    gap_s: float = 300.0
+    kinds: tuple[tuple[str, str], ...] = ()
+
+
+def run_incidents(slh, params: IncidentParams, progress=None, commit_info: dict | None = None) -> dict[str, int]:
+    """All gold findings → incidents, incident_evidence (whole tables every run)."""
     (progress or (lambda m: None))("gold incidents, incident_evidence")
-    assigned = assigned_evidence(evidence({t: slh.read(t) for t in SOURCE_TABLES}, kinds), gap_s).cache()
+    found = evidence({t: slh.read(t) for t in SOURCE_TABLES}, dict(params.kinds))
+    assigned = assigned_evidence(found, params.gap_s).cache()
     found, rows = incidents(assigned)
     counts = {"incidents": slh.write("incidents", found, commit_info=commit_info),
               "incident_evidence": slh.write("incident_evidence", rows, commit_info=commit_info)}

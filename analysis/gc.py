@@ -274,8 +274,12 @@ def gc_findings(events: DataFrame, rules: dict[str, TargetRules]) -> DataFrame:
 # --- runners --------------------------------------------------------------------------------------------
 
 
-def rules_from_config(cfg) -> dict[str, TargetRules]:
-    return {t.name: TargetRules(t.group, Thresholds(**cfg.gc_thresholds(t))) for t in cfg.targets}
+
+@dataclass(frozen=True)
+class GcParams:
+    """The GC job's parameters (analysis/params.py builds them): each target's finding rules."""
+
+    rules: dict[str, TargetRules]
 
 
 def _in_list(ids: list[str]) -> str:
@@ -341,7 +345,7 @@ def write_findings(slh, rules: dict[str, TargetRules]) -> int:
     return slh.write("gc_findings", gc_findings(slh.read("gc_events"), rules))
 
 
-def run_gc(slh, cfg, full: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, int]:
+def run_gc(slh, params: GcParams, full: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """bronze_gc_lines → gc_events/gc_parse_stats for the files that changed (all with full=True),
     then gc_findings for everything. Idempotent."""
     say = progress or (lambda m: None)
@@ -353,11 +357,11 @@ def run_gc(slh, cfg, full: bool = False, progress: Callable[[str], None] | None 
         bronze = slh.read("bronze_gc_lines").where(F.col("file_id").isin(ids))
         counts.update(write_parsed(slh, parse_bronze(bronze), ids))
     say("gc_events → gc_findings")
-    counts["gc_findings"] = write_findings(slh, rules_from_config(cfg))
+    counts["gc_findings"] = write_findings(slh, params.rules)
     return counts
 
 
-def import_files(slh, cfg, files: list[tuple[str, str, str]],
+def import_files(slh, params: GcParams, files: list[tuple[str, str, str]],
                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
     """Parse (target, file_id, path) files in parallel, one Spark task per file (largest first),
     into gc_events/gc_parse_stats, then recompute gc_findings. `progress(done, total)` follows the
@@ -368,5 +372,5 @@ def import_files(slh, cfg, files: list[tuple[str, str, str]],
         [{"target": t, "file_id": i, "path": p} for t, i, p in files], max(1, len(files))),
         "target string, file_id string, path string")
     counts = write_parsed(slh, parse_files(frame), sorted({i for _t, i, _p in files}), progress)
-    counts["gc_findings"] = write_findings(slh, rules_from_config(cfg))
+    counts["gc_findings"] = write_findings(slh, params.rules)
     return counts

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from lakehouse.jobs.spine import typed_frame
+from analysis.frames import typed_frame
 from lakehouse.tables import TableContract
 
 NAT = np.datetime64("NaT", "ns")

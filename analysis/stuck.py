@@ -1,6 +1,6 @@
 """Stuck messages: silver destination_stats + broker_state (+ gold failover_events) → gold stuck_messages.
 
-Rules (thresholds: the config's `analysis.stuck` section; defaults in brokerscope/config.py).
+Rules (thresholds: the config's `analysis.stuck` section; defaults in settings/analysis.py).
 
 * An observation of a destination is *idle* when it holds messages (`messages > 0`) that nobody
   takes — no consumer, or delivery paused — and nothing was delivered since the previous
@@ -50,12 +50,11 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.jobs import runs as runs_module
-from lakehouse.jobs.runs import (
-    NAT, contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs, utc_ns,
-)
-from lakehouse.jobs.spine import appended_since, nonexclusive_kinds, pinned_read
-from lakehouse.jobs.watermark import Watermark, fingerprint
+from analysis import runs as runs_module
+from analysis.groups import nonexclusive_kinds
+from analysis.runs import (NAT, contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id,
+                           true_runs, utc_ns)
+from analysis.watermark import Watermark, appended_since, fingerprint, pinned_read
 from lakehouse.tables import STUCK_MESSAGES
 
 DEAD_LETTER_NAMES = frozenset({"DLQ", "ExpiryQueue", "ActiveMQ.DLQ"})  # the brokers' default names

@@ -10,7 +10,7 @@ Rules (thresholds: the config's `analysis.risk` section; HA facts: the targets' 
   back as standby well within the grace), and never from one sample. Certain when every other
   instance answered throughout, showing it was not standby; possible when one did not answer (a
   missed scrape is indeterminate) or the group has no other monitored instance. A live whose backup
-  is attached but not in sync (Artemis `ReplicaSync` false) is lakehouse/jobs/lag.py's
+  is attached but not in sync (Artemis `ReplicaSync` false) is analysis/lag.py's
   `replica-sync-gap` (replication_findings), not repeated here.
 * `stale-backup` (warn): an Artemis backup answering as backup with a local `ActivationSequence`
   below its live's (ActivationSequenceStateMachine: a candidate whose sequence differs is Stale and
@@ -48,7 +48,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.jobs.runs import contract_frame, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
+from analysis.runs import contract_frame, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
 from lakehouse.tables import RISK_FINDINGS
 
 HA_KINDS = ("activemq", "artemis")  # exclusive live/backup kinds a backup can protect
@@ -78,14 +78,6 @@ class RiskParams:
         return self.ha.get(target, {}).get(key)
 
 
-def params_from_config(cfg) -> RiskParams:
-    r = cfg.analysis.risk
-    return RiskParams(
-        unprotected_grace_s=r.unprotected_grace, stale_backup_grace_s=r.stale_backup_grace,
-        scrape_interval_s=cfg.scrape_interval,
-        ha={t.name: t.ha.model_dump(exclude_none=True) for t in cfg.targets if t.ha},
-        timeouts_ms={t.name: {k: cfg.gc_thresholds(t)[k] for k in ("connection_ttl_ms", "zk_session_ms")} for t in cfg.targets},
-    )
 
 
 def _finding(code: str, severity: str, certainty: str, kind: str, group: str, instance: str | None, bounds: dict,

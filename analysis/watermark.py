@@ -19,11 +19,16 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from lakehouse.store import Lakehouse
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 KEY = "brokerscope.watermark"
+# An incremental run first reads the stored rows this far before the new ones, to resume from them.
+RESUME_TAIL_US = 10 * 60 * 1_000_000
 
 
 @dataclass(frozen=True)
@@ -67,3 +72,17 @@ def read_watermark(lakehouse: Lakehouse, job: str, outputs: Sequence[str]) -> Wa
         marks.add(_from_commit(last[0]) if last else None)
     mark = marks.pop() if len(marks) == 1 else None
     return mark if mark is not None and mark.job == job else None
+
+
+def pinned_read(slh, name: str, columns: Sequence[str] | None = None) -> tuple[DataFrame, int]:
+    """The table at its current version, and that version (-1: no table yet)."""
+    version = slh.lakehouse.version(name)
+    return slh.read(name, version=version, columns=columns), -1 if version is None else version
+
+
+def appended_since(slh, job: str, outputs: Sequence[str], input_table: str, fp: str, columns: Sequence[str] | None = None):
+    """The input's rows split at the job's watermark, when an incremental run is possible."""
+    mark = read_watermark(slh.lakehouse, job, outputs)
+    if mark is None or mark.fingerprint != fp:
+        return None
+    return slh.read_appended(input_table, mark.input_version, columns)

@@ -24,10 +24,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from brokerscope.config import ZkOptions
+from analysis.frames import typed_frame
 from collectors.zookeeper.parse import SERVING_STATES, coordination_rows, server_state_row
-from lakehouse.jobs.spine import typed_frame
 from lakehouse.tables import ZK_COORDINATION, ZK_ELECTIONS, ZK_FINDINGS, ZK_QUORUM, ZK_SERVER_STATE
+from settings import ZkOptions
 
 SOURCES_SERVER = ("zk.4lw", "zk.admin")
 LEASE_EVENT_CODES = ("zk.lease-vanished", "zk.lock-handover")
@@ -55,15 +55,6 @@ class ZkParams:
         return getattr(self.options.get(target) or ZkOptions(), name)
 
 
-def params_from_config(cfg) -> ZkParams:
-    from collectors.zookeeper import ensemble_of
-
-    zk = [t for t in cfg.targets if t.kind == "zookeeper"]
-    members: dict[str, int] = {}
-    for t in zk:
-        members[ensemble_of(t)] = members.get(ensemble_of(t), 0) + 1
-    return ZkParams(targets={t.name: (t.kind, t.group) for t in cfg.targets}, members=members,
-                    options={t.name: t.zookeeper for t in zk if t.zookeeper}, scrape_interval_s=cfg.scrape_interval)
 
 
 def _id(*parts: object) -> str:

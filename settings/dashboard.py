@@ -23,17 +23,16 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pydantic import Field, field_validator, model_validator
+
+from settings.base import Strict
 
 LOOPBACK_NAMES = ("localhost",)
 AUTH_MODES = ("none", "basic", "proxy")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DashboardAuth(_Strict):
+class DashboardAuth(Strict):
     """Who may open the dashboard: nobody checks (`none`, loopback only), HTTP basic auth, or a
     trusted reverse proxy that authenticates and names the user in a header."""
 
@@ -89,7 +88,7 @@ class DashboardAuth(_Strict):
         return value
 
 
-class DashboardSettings(_Strict):
+class DashboardSettings(Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=8050, ge=1, le=65535)
     auth: DashboardAuth = Field(default_factory=DashboardAuth)

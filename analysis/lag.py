@@ -1,7 +1,7 @@
 """Replication lag: silver replication_stats + broker_state + collector_health → gold replication_lag,
 replication_findings.
 
-Thresholds: the config's `analysis.lag` section (defaults in brokerscope/config.py).
+Thresholds: the config's `analysis.lag` section (defaults in settings/analysis.py).
 
 **Kafka cluster health** (flow `isr`, one row per broker scrape). The brokers of a group are aligned
 into scrape rounds: the collector scrapes every target once per interval, spread over it, so the
@@ -72,10 +72,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.jobs import runs as runs_module
-from lakehouse.jobs.runs import contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs, utc_ns
-from lakehouse.jobs.spine import SILVER_JOB
-from lakehouse.jobs.watermark import Watermark, fingerprint, read_watermark
+from analysis import runs as runs_module
+from analysis.runs import (contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs,
+                           utc_ns)
+from analysis.silver import SILVER_JOB
+from analysis.watermark import Watermark, fingerprint, read_watermark
 from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
 
 SERIES_KEY = ["instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"]
@@ -201,7 +202,7 @@ def burrow_statuses(commit_ts: np.ndarray, offsets: np.ndarray, lags: np.ndarray
 
 @dataclass(frozen=True)
 class LagRules:
-    """The `analysis.lag` knobs the per-series evaluation needs (defaults: brokerscope/config.py)."""
+    """The `analysis.lag` knobs the per-series evaluation needs (defaults: settings/analysis.py)."""
 
     window: int
     min_complete: float
