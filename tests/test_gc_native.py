@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 import pytest
 
 from collectors.gc import native
+from collectors.gc.columnar import events_to_batch, parse_file_columnar
 from collectors.gc.parser import PythonGcLogParser, open_log, parse_file
 from tests.gc_expected import locate_corpus
 
@@ -81,6 +82,19 @@ def test_corpus_file_identical(rel):
     ev_n, st_n = parse_file(CORPUS / rel)
     ref = run(PythonGcLogParser(), lines)
     assert ([e.to_dict() for e in ev_n], _stats(st_n)) == ref
+    # columnar path (Arrow buffers from the core) == the GcEvent path's values
+    assert_same_columns(CORPUS / rel, ev_n, st_n)
+
+
+def assert_same_columns(path, events, stats, **kw) -> None:
+    batch, st_c = parse_file_columnar(path, **kw)
+    want = events_to_batch(events)
+    assert batch.schema == want.schema
+    got_rows, want_rows = batch.to_pylist(), want.to_pylist()
+    for i, (a, b) in enumerate(zip(got_rows, want_rows)):
+        assert a == b, f"row {i}: columnar {a}\n GcEvent path {b}"
+    assert len(got_rows) == len(want_rows)
+    assert _stats(st_c) == _stats(stats)
 
 
 @pytest.mark.skipif(CORPUS is None, reason="GC corpus not found")
@@ -89,6 +103,8 @@ def test_corpus_options_identical(rel):
     """keep_raw, jvm_start, a preset collector, flush() calls mid-stream."""
     lines = _read(rel)
     assert_same(lines, keep_raw=True, jvm_start=JVM_START)
+    ev, st = parse_file(CORPUS / rel, jvm_start=JVM_START, collector="g1")
+    assert_same_columns(CORPUS / rel, ev, st, jvm_start=JVM_START, collector="g1")
     assert_same(lines, collector="g1", sample_limit=3, flush_at=frozenset(range(5, len(lines), 11)))
 
 
@@ -167,3 +183,37 @@ def test_fuzz_odd_characters(lines, inserts):
             k = pos % (len(lines[i]) + 1)
             lines[i] = lines[i][:k] + ch + lines[i][k:]
     assert_same(lines)
+
+
+@_fuzz(300)
+@given(excerpts(), st.lists(st.integers(0, 100_000), max_size=30),
+       st.lists(st.tuples(st.integers(0, 100_000), st.sampled_from(
+           [b"\xe9", b"\xc3", b"\xc3\xa9", b"\xe2\x82", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xff",
+            b"\xed\xa0\x80", b"\r", b"\r\n", b"\x00"])), max_size=10))
+def test_fuzz_byte_chunks(lines, cuts, inserts):
+    """Bytes (invalid UTF-8, sequences cut by chunk ends) through feed_bytes == the Python
+    parser on the same bytes read as a text file (errors="replace")."""
+    import io
+    import tempfile
+    data = bytearray("".join(lines).encode("utf-8", "surrogatepass"))
+    for pos, b in inserts:
+        k = pos % (len(data) + 1)
+        data[k:k] = b
+    data = bytes(data)
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    p = native.NativeGcLogParser()
+    events = []
+    for a, b in zip(points, points[1:]):
+        events.extend(p.feed_bytes(data[a:b]))
+    events.extend(p.feed_bytes(b"", end=True))
+    events.extend(p.finish())
+    text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
+    ref_parser = PythonGcLogParser()
+    ref = run(ref_parser, list(text))
+    assert ([e.to_dict() for e in events], _stats(p.stats)) == ref
+    with tempfile.NamedTemporaryFile(suffix=".log") as f:
+        f.write(data)
+        f.flush()
+        ev, st = parse_file(f.name)
+        assert ([e.to_dict() for e in ev], _stats(st)) == ref
+        assert_same_columns(f.name, ev, st)

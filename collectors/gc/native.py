@@ -107,6 +107,10 @@ class NativeGcLogParser:
         """Text of any chunking (universal newlines); ``end`` feeds a last partial line."""
         return self._events(self._core.feed_text(text, end))
 
+    def feed_bytes(self, data: bytes, end: bool = False) -> list[GcEvent]:
+        """Raw bytes of any chunking (UTF-8, errors="replace", universal newlines)."""
+        return self._events(self._core.feed_bytes(data, end))
+
     def flush(self) -> list[GcEvent]:
         return self._events(self._core.flush())
 
@@ -114,12 +118,16 @@ class NativeGcLogParser:
         if self._finished:
             return []
         out = self._events(self._core.finish())
+        self.finish_stats()
+        return out
+
+    def finish_stats(self) -> None:
+        """After the core's finish: formats and time span into the stats."""
         self._finished = True
         s = self.stats
         span = self.time_span()
         if span is not None:
             (s.first_uptime_s, s.first_wall_time), (s.last_uptime_s, s.last_wall_time) = span
-        return out
 
     def time_span(self):
         span = self._core.time_span()

@@ -38,7 +38,7 @@ from ._unified import UnifiedHandler
 from .model import GcEvent, ParseStats, drop_implausible
 
 __all__ = [
-    "GcLogParser", "PythonGcLogParser", "iter_events", "open_log", "parse_file", "parse_lines",
+    "GcLogParser", "PythonGcLogParser", "iter_events", "open_log", "open_log_bytes", "parse_file", "parse_lines",
     "parser_impl",
 ]
 
@@ -244,6 +244,22 @@ def open_log(path: PathLike) -> IO[str]:
     return open(p, "r", encoding="utf-8", errors="replace")
 
 
+def open_log_bytes(path: PathLike) -> IO[bytes]:
+    """:func:`open_log` without the decoding (the native core reads bytes)."""
+    p = os.fspath(path)
+    with open(p, "rb") as fh:
+        magic = fh.read(4)
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.open(p, "rb")
+    if magic == b"PK\x03\x04":
+        zf = zipfile.ZipFile(p)
+        names = [n for n in zf.namelist() if not n.endswith("/")]
+        if not names:
+            raise ValueError(f"empty zip archive: {p}")
+        return zf.open(names[0])
+    return open(p, "rb")
+
+
 def iter_events(lines: Iterable[str], parser: Optional[GcLogParser] = None, **kwargs) -> Iterator[GcEvent]:
     """Stream events from an iterable of lines (constant memory); see :class:`GcLogParser`."""
     p = parser or GcLogParser(**kwargs)
@@ -267,15 +283,16 @@ def parse_lines(lines: Iterable[str], **kwargs) -> tuple[list[GcEvent], ParseSta
 def parse_file(path: PathLike, **kwargs) -> tuple[list[GcEvent], ParseStats]:
     """Parse a GC log file (plain, ``.gz`` or ``.zip``); returns (events, stats)."""
     p = GcLogParser(**kwargs)
-    with open_log(path) as fh:
-        if hasattr(p, "feed_text"):  # native core: whole text blocks, split into lines natively
-            events: list[GcEvent] = []
+    if hasattr(p, "feed_bytes"):  # native core: raw blocks, decoded and split natively
+        events: list[GcEvent] = []
+        with open_log_bytes(path) as fb:
             while True:
-                block = fh.read(1 << 22)
-                events.extend(p.feed_text(block, end=not block))
+                block = fb.read(1 << 24)
+                events.extend(p.feed_bytes(block, end=not block))
                 if not block:
                     break
-        else:
+    else:
+        with open_log(path) as fh:
             events = list(iter_events(fh, parser=p))
             return events, p.stats
     events.extend(p.finish())

@@ -58,6 +58,20 @@ pub struct Parser {
     partial: String,
     /// the previous chunk ended with '\r': a '\n' starting the next one belongs to it
     cr_pending: bool,
+    /// the start of a UTF-8 sequence cut by the end of a byte chunk (feed_bytes)
+    utf8_tail: Vec<u8>,
+}
+
+/// Where a UTF-8 sequence cut by the end of `data` starts (data.len() if none): the last
+/// non-continuation byte among the last 3, if the bytes from it on are a valid but
+/// incomplete sequence.
+fn incomplete_tail_start(data: &[u8]) -> usize {
+    let n = data.len();
+    let Some(p) = (n.saturating_sub(3)..n).rev().find(|&i| data[i] & 0xC0 != 0x80) else { return n };
+    match std::str::from_utf8(&data[p..]) {
+        Err(e) if e.error_len().is_none() => p,
+        _ => n,
+    }
 }
 
 fn absurd_number(line: &str) -> bool {
@@ -98,6 +112,7 @@ impl Parser {
             finished: false,
             partial: String::new(),
             cr_pending: false,
+            utf8_tail: Vec::new(),
         }
     }
 
@@ -177,6 +192,8 @@ impl Parser {
     }
 
     /// Text input of any chunking: complete lines are fed, a partial last line waits.
+    /// A line ending in '\n' inside the chunk is fed in place (no copy); only lines that
+    /// straddle chunks or end in '\r' are assembled in `partial`.
     pub fn feed_text(&mut self, text: &str, out: &mut Vec<Event>) {
         let mut rest = text;
         if self.cr_pending {
@@ -187,6 +204,11 @@ impl Parser {
         }
         while let Some(i) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
             let is_cr = rest.as_bytes()[i] == b'\r';
+            if !is_cr && self.partial.is_empty() {
+                self.feed(&rest[..=i], None, out);
+                rest = &rest[i + 1..];
+                continue;
+            }
             let mut line = std::mem::take(&mut self.partial);
             line.push_str(&rest[..i]);
             line.push('\n');
@@ -208,8 +230,31 @@ impl Parser {
         self.partial.push_str(rest);
     }
 
+    /// Raw bytes of any chunking, decoded as Python's `errors="replace"` does; a UTF-8
+    /// sequence cut by the chunk end waits for the next chunk.
+    pub fn feed_bytes(&mut self, data: &[u8], out: &mut Vec<Event>) {
+        let joined;
+        let data = if self.utf8_tail.is_empty() {
+            data
+        } else {
+            joined = [std::mem::take(&mut self.utf8_tail).as_slice(), data].concat();
+            &joined[..]
+        };
+        let cut = match std::str::from_utf8(data) {
+            Ok(_) => data.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(), // incomplete at the end
+            Err(_) => incomplete_tail_start(data),
+        };
+        self.utf8_tail.extend_from_slice(&data[cut..]);
+        self.feed_text(&String::from_utf8_lossy(&data[..cut]), out);
+    }
+
     /// End of text input: a last line without newline is fed.
     pub fn end_text(&mut self, out: &mut Vec<Event>) {
+        if !self.utf8_tail.is_empty() {
+            let tail = std::mem::take(&mut self.utf8_tail);
+            self.feed_text(&String::from_utf8_lossy(&tail), out);
+        }
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
             self.feed(&line, None, out);

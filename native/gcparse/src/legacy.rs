@@ -7,7 +7,9 @@ use crate::legacy_res::{record_start, res, top_start};
 use crate::pyfns::{first_is_digit, lstrip, num, rstrip_nl, size_kb, slug, strip, Kb, PyInt};
 use crate::ts::wall_of_date;
 use crate::unified::STOPPED_PHASE;
-use regex::{Captures, Regex};
+use crate::legacy_fast::{scan_young, Young};
+use crate::rx::Re;
+use regex::Captures;
 use std::collections::HashMap;
 
 /// A line of an open record: its text, or ignored (None in Python), or not counted (False).
@@ -106,13 +108,13 @@ pub fn conc_type(base: &str) -> String {
     format!("concurrent-{}", if s.is_empty() { "unknown" } else { &s })
 }
 
-fn fullmatch(re: &Regex, s: &str) -> bool {
+fn fullmatch(re: &Re, s: &str) -> bool {
     // [a-z0-9]+(?:-[a-z0-9]+)*: the leftmost-first match is the longest one
     re.find(s).map_or(false, |m| m.start() == 0 && m.end() == s.len())
 }
 
 /// Replace every match of `re` in `s` with what `f` returns; (result, matched at all).
-fn sub_with(re: &Regex, s: &str, mut f: impl FnMut(&Captures)) -> (String, bool) {
+fn sub_with(re: &Re, s: &str, mut f: impl FnMut(&Captures)) -> (String, bool) {
     let mut out = String::new();
     let mut last = 0;
     let mut any = false;
@@ -130,7 +132,7 @@ fn sub_with(re: &Regex, s: &str, mut f: impl FnMut(&Captures)) -> (String, bool)
     (out, true)
 }
 
-fn sub_empty(re: &Regex, s: &str, changed: &mut bool) -> String {
+fn sub_empty(re: &Re, s: &str, changed: &mut bool) -> String {
     let (r, any) = sub_with(re, s, |_| {});
     *changed |= any;
     r
@@ -514,7 +516,7 @@ impl Legacy {
             }
         }
         if first_is_digit(line) || line.starts_with("[GC") {
-            if let Some(fm) = r.fast_young.captures(line) {
+            if let Some(fm) = scan_young(line) {
                 if let Some(ev) = self.fast_young(o, &fm, line, line_no, true) {
                     self.flush(out);
                     self.last = Some(ev);
@@ -560,36 +562,37 @@ impl Legacy {
     }
 
     /// `_fast_young`: a complete one-line young collection (or None: general path).
-    pub fn fast_young(&mut self, o: &mut Owner, fm: &Captures, line: &str, line_no: u64, track: bool) -> Option<Event> {
+    pub fn fast_young(&mut self, o: &mut Owner, fm: &Young, line: &str, line_no: u64, track: bool) -> Option<Event> {
         let (mut cause, mut flags) = (None, Vec::new());
-        if let Some(q) = fm.name("cause") {
-            let (c, f) = self.fast_cause(q.as_str())?;
+        if let Some(q) = fm.cause {
+            let (c, f) = self.fast_cause(q)?;
             cause = Some(c);
             flags = f;
         }
-        let int = |n: &str| Some(Kb::Small(fm.name(n)?.as_str().parse().ok()?));
-        let pause = fm["t"].parse::<f64>().unwrap_or(f64::NAN) * 1000.0;
-        let coll = o.set_collector_legacy(gen_collector(&fm["gen"]));
+        // at most 15 digits: always an i64
+        let int = |t: &str| Some(Kb::Small(t.parse().ok()?));
+        let pause = fm.t.parse::<f64>().unwrap_or(f64::NAN) * 1000.0;
+        let coll = o.set_collector_legacy(gen_collector(fm.gen));
         let mut ev = Event::new("young", coll, line_no);
         ev.cause = cause.map(Into::into);
         ev.pause_ms = Some(pause);
         ev.duration_ms = Some(pause);
-        ev.heap = [int("hb"), int("ha"), int("hc")];
-        ev.young = [int("yb"), int("ya"), int("yc")];
+        ev.heap = [int(fm.hb), int(fm.ha), int(fm.hc)];
+        ev.young = [int(fm.yb), int(fm.ya), int(fm.yc)];
         ev.flags = flags;
         ev.phase = Some("GC".into());
-        if let Some(g) = fm.name("gcid") {
-            ev.gc_id = PyInt::parse(g.as_str());
+        if let Some(g) = fm.gcid {
+            ev.gc_id = PyInt::parse(g);
         }
-        let (date, up) = (fm.name("date").map(|m| m.as_str()), fm.name("up").map(|m| m.as_str()));
+        let (date, up) = (fm.date, fm.up);
         if (up.is_some() || date.is_some()) && track {
             self.track_prefix(date, up);
         }
         stamp(&mut ev, date, up);
-        if let Some(tu) = fm.name("tu") {
-            ev.user_s = tu.as_str().parse().ok();
-            ev.sys_s = fm["ts"].parse().ok();
-            ev.real_s = fm["tr"].parse().ok();
+        if let Some((u, s, r)) = fm.times {
+            ev.user_s = u.parse().ok();
+            ev.sys_s = s.parse().ok();
+            ev.real_s = r.parse().ok();
         }
         if o.keep_raw {
             ev.raw = Some(rstrip_nl(line).into());

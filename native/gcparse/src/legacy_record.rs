@@ -85,7 +85,7 @@ impl Legacy {
         let mut parsed = Parsed::None;
         if rec.pieces.len() > 1 && text.ends_with(']') {
             // a young collection split over lines reads like a one-line one once joined
-            if let Some(fm) = r.fast_young.captures(&text) {
+            if let Some(fm) = crate::legacy_fast::scan_young(&text) {
                 if let Some(ev) = self.fast_young(o, &fm, &rec.raw, rec.first_line, false) {
                     parsed = Parsed::Event(ev);
                 }

@@ -1,10 +1,12 @@
 //! brokerscope_gcparse: native core of brokerscope's GC log parser.  `collectors/gc` (Python)
 //! is the specification; this crate produces the same events and line accounting.
 
+pub mod columns;
 pub mod core;
 pub mod event;
 pub mod layout;
 pub mod legacy;
+pub mod legacy_fast;
 pub mod legacy_record;
 pub mod legacy_res;
 pub mod pyfns;
@@ -17,6 +19,8 @@ pub mod vocab;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_columns;
 
 pub use crate::core::Parser;
 pub use crate::event::{Event, Stats};

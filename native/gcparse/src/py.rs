@@ -56,7 +56,25 @@ fn restore<'py>(py: Python<'py>, s: &str, surrogates: bool) -> PyResult<PyObject
     Ok(b.call_method1("decode", ("utf-16-le", "surrogatepass"))?.unbind())
 }
 
+impl crate::py_columns::Resolve for PyParser {
+    /// wall: (the wall value as `event()` gives it, uptime, from_start); kb / gc_id: the value
+    fn patch(&self, py: Python, p: &crate::columns::Patch) -> PyResult<PyObject> {
+        use crate::columns::Patch;
+        match p {
+            Patch::Wall(w, up, fs) => Ok((self.wall(py, w)?, *up, *fs).into_py(py)),
+            Patch::Kb(_, kb) => self.kb(py, &Some(kb.clone())),
+            Patch::GcId(i) => self.int(py, i),
+        }
+    }
+}
+
 impl PyParser {
+    fn columns(&self, py: Python, evs: &[Event]) -> PyResult<PyObject> {
+        let mut c = crate::columns::Columns::default();
+        py.allow_threads(|| evs.iter().for_each(|e| c.push(e)));
+        crate::py_columns::to_py(py, &c, self)
+    }
+
     fn int(&self, py: Python, v: &PyInt) -> PyResult<PyObject> {
         Ok(match v {
             PyInt::Small(x) => x.into_py(py),
@@ -192,13 +210,32 @@ impl PyParser {
     fn feed_bytes(&mut self, py: Python, data: &[u8], end: bool) -> PyResult<PyObject> {
         let mut out = Vec::new();
         py.allow_threads(|| {
-            let t = String::from_utf8_lossy(data);
-            self.p.feed_text(&t, &mut out);
+            self.p.feed_bytes(data, &mut out);
             if end {
                 self.p.end_text(&mut out);
             }
         });
         self.events(py, &out)
+    }
+
+    /// Bytes as feed_bytes, events as columns (see py_columns.rs); byte input only.
+    #[pyo3(signature = (data, end=false))]
+    fn feed_bytes_columns(&mut self, py: Python, data: &[u8], end: bool) -> PyResult<PyObject> {
+        let mut out = Vec::new();
+        py.allow_threads(|| {
+            self.p.feed_bytes(data, &mut out);
+            if end {
+                self.p.end_text(&mut out);
+            }
+        });
+        self.columns(py, &out)
+    }
+
+    /// `finish`, events as columns.
+    fn finish_columns(&mut self, py: Python) -> PyResult<PyObject> {
+        let mut out = Vec::new();
+        self.p.finish(&mut out);
+        self.columns(py, &out)
     }
 
     fn flush(&mut self, py: Python) -> PyResult<PyObject> {

@@ -7,14 +7,43 @@
 //! the few patterns that use them are rewritten by hand at their call sites.
 
 use crate::pyuni::{RX_DECIMAL, RX_SPACE, RX_WORD};
-use regex::Regex;
+use regex::{CaptureLocations, Captures, Match, Regex};
+use std::sync::OnceLock;
 
 const ASCII_DIGIT: &str = "0-9";
 const ASCII_SPACE: &str = r" \t\n\r\x0b\x0c";
 const ASCII_WORD: &str = "0-9A-Za-z_";
 
-fn class_body(c: char, ascii: bool) -> Option<(&'static str, bool)> {
-    if ascii {
+/// CPython's Unicode classes restricted to ASCII (what they match in an ASCII haystack):
+/// `\s` includes \x1c-\x1f, unlike re.ASCII's.
+const HAY_DIGIT: &str = "0-9";
+const HAY_SPACE: &str = r"\t-\r\x1c-\x20";
+const HAY_WORD: &str = "0-9A-Z_a-z";
+
+/// How `\d`, `\s`, `\w` are translated.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Python str pattern: CPython's Unicode classes
+    Unicode,
+    /// re.ASCII
+    Ascii,
+    /// the Unicode pattern's twin for ASCII-only haystacks (same matches there)
+    AsciiHay,
+}
+
+fn class_body(c: char, mode: Mode) -> Option<(&'static str, bool)> {
+    if mode == Mode::AsciiHay {
+        return match c {
+            'd' => Some((HAY_DIGIT, false)),
+            'D' => Some((HAY_DIGIT, true)),
+            's' => Some((HAY_SPACE, false)),
+            'S' => Some((HAY_SPACE, true)),
+            'w' => Some((HAY_WORD, false)),
+            'W' => Some((HAY_WORD, true)),
+            _ => None,
+        };
+    }
+    if mode == Mode::Ascii {
         return match c {
             'd' => Some((ASCII_DIGIT, false)),
             'D' => Some((ASCII_DIGIT, true)),
@@ -43,6 +72,10 @@ pub fn translate(pat: &str, verbose: bool) -> String {
 
 /// Translate with re.X / re.ASCII flags.
 pub fn translate_full(pat: &str, verbose: bool, ascii: bool) -> String {
+    translate_mode(pat, verbose, if ascii { Mode::Ascii } else { Mode::Unicode })
+}
+
+fn translate_mode(pat: &str, verbose: bool, mode: Mode) -> String {
     let mut out = String::with_capacity(pat.len() * 2);
     let mut chars = pat.chars().peekable();
     let mut in_class = false;
@@ -52,7 +85,7 @@ pub fn translate_full(pat: &str, verbose: bool, ascii: bool) -> String {
         let was_set = std::mem::replace(&mut after_set, false);
         if c == '\\' {
             let e = chars.next().expect("dangling backslash");
-            if let Some((body, neg)) = class_body(e, ascii) {
+            if let Some((body, neg)) = class_body(e, mode) {
                 after_set = in_class;
                 if in_class {
                     if neg {
@@ -69,6 +102,9 @@ pub fn translate_full(pat: &str, verbose: bool, ascii: bool) -> String {
                 }
             } else if e == 'Z' && !in_class {
                 out.push_str(r"\z");
+            } else if (e == 'b' || e == 'B') && !in_class && mode != Mode::Unicode {
+                // ASCII word boundary: lets the DFAs run (Unicode \b makes them give up)
+                out.push_str(if e == 'b' { r"(?-u:\b)" } else { r"(?-u:\B)" });
             } else if e == ' ' {
                 out.push_str(r"\x20");
             } else if e == '#' {
@@ -123,40 +159,116 @@ pub fn translate_full(pat: &str, verbose: bool, ascii: bool) -> String {
     out
 }
 
+/// A Python pattern compiled twice: with CPython's Unicode classes, and with those classes
+/// cut down to ASCII for ASCII-only haystacks (nearly every GC log line).  The ASCII twin
+/// has a far smaller NFA: the capture engines (one-pass DFA, bounded backtracker, whose
+/// visited set is states x haystack bits, cleared per search) then cost a fraction.
+/// Inherent methods pick the twin per haystack; anything else derefs to the Unicode one.
+pub struct Re {
+    pat: String,
+    verbose: bool,
+    mode: Mode,
+    anchored: bool,
+    // compiled on first use: most patterns never see a non-ASCII line (and many no line)
+    uni: OnceLock<Regex>,
+    hay: OnceLock<Regex>,
+}
+
+impl std::ops::Deref for Re {
+    type Target = Regex;
+    fn deref(&self) -> &Regex {
+        self.uni()
+    }
+}
+
+impl Re {
+    fn compile(pat: &str, verbose: bool, mode: Mode, anchored: bool) -> Re {
+        let re = Re { pat: pat.to_string(), verbose, mode, anchored, uni: OnceLock::new(), hay: OnceLock::new() };
+        if cfg!(debug_assertions) {
+            re.uni(); // bad patterns fail early in tests
+        }
+        re
+    }
+    fn build(&self, m: Mode) -> Regex {
+        let t = translate_mode(&self.pat, self.verbose, m);
+        let t = if self.anchored { format!("^(?:{t})") } else { t };
+        Regex::new(&t).unwrap_or_else(|e| panic!("bad pattern {}: {e}", self.pat))
+    }
+    fn uni(&self) -> &Regex {
+        self.uni.get_or_init(|| self.build(self.mode))
+    }
+    #[inline]
+    fn pick(&self, s: &str) -> &Regex {
+        if s.is_ascii() {
+            let m = if self.mode == Mode::Ascii { Mode::Ascii } else { Mode::AsciiHay };
+            self.hay.get_or_init(|| self.build(m))
+        } else {
+            self.uni()
+        }
+    }
+    pub fn is_match(&self, s: &str) -> bool {
+        self.pick(s).is_match(s)
+    }
+    pub fn find<'h>(&self, s: &'h str) -> Option<Match<'h>> {
+        self.pick(s).find(s)
+    }
+    pub fn captures<'h>(&self, s: &'h str) -> Option<Captures<'h>> {
+        self.pick(s).captures(s)
+    }
+    pub fn captures_at<'h>(&self, s: &'h str, start: usize) -> Option<Captures<'h>> {
+        self.pick(s).captures_at(s, start)
+    }
+    pub fn captures_iter<'r, 'h>(&'r self, s: &'h str) -> regex::CaptureMatches<'r, 'h> {
+        self.pick(s).captures_iter(s)
+    }
+    pub fn find_iter<'r, 'h>(&'r self, s: &'h str) -> regex::Matches<'r, 'h> {
+        self.pick(s).find_iter(s)
+    }
+    /// Both twins have the same groups, so one CaptureLocations serves either.
+    pub fn captures_read<'h>(&self, locs: &mut CaptureLocations, s: &'h str) -> Option<Match<'h>> {
+        self.pick(s).captures_read(locs, s)
+    }
+    pub fn replace<'h, R: regex::Replacer>(&self, s: &'h str, rep: R) -> std::borrow::Cow<'h, str> {
+        self.pick(s).replace(s, rep)
+    }
+    pub fn replace_all<'h, R: regex::Replacer>(&self, s: &'h str, rep: R) -> std::borrow::Cow<'h, str> {
+        self.pick(s).replace_all(s, rep)
+    }
+    pub fn split<'r, 'h>(&'r self, s: &'h str) -> regex::Split<'r, 'h> {
+        self.pick(s).split(s)
+    }
+}
+
 /// A generated (pattern, verbose, ascii) spec (vocab.rs), with `edits` (literal
 /// replacements, each required to apply: how lookarounds are taken out), optionally anchored.
-pub fn spec(spec: (&str, bool, bool), edits: &[(&str, &str)], anchored: bool) -> Regex {
+pub fn spec(spec: (&str, bool, bool), edits: &[(&str, &str)], anchored: bool) -> Re {
     let mut pat = spec.0.to_string();
     for (a, b) in edits {
         assert!(pat.contains(a), "edit {a} not in {pat}");
         pat = pat.replacen(a, b, 1);
     }
-    let t = translate_full(&pat, spec.1, spec.2);
-    let t = if anchored { format!("^(?:{t})") } else { t };
-    Regex::new(&t).unwrap_or_else(|e| panic!("bad pattern {pat}: {e}"))
+    Re::compile(&pat, spec.1, if spec.2 { Mode::Ascii } else { Mode::Unicode }, anchored)
 }
 
 /// `re.compile(pat)`; `match` semantics (anchored at the start) come from `re_match`.
-pub fn py(pat: &str) -> Regex {
-    Regex::new(&translate(pat, false)).unwrap_or_else(|e| panic!("bad pattern {pat}: {e}"))
+pub fn py(pat: &str) -> Re {
+    Re::compile(pat, false, Mode::Unicode, false)
 }
 
 /// `re.compile(pat, re.X)`
-pub fn py_x(pat: &str) -> Regex {
-    Regex::new(&translate(pat, true)).unwrap_or_else(|e| panic!("bad pattern {pat}: {e}"))
+pub fn py_x(pat: &str) -> Re {
+    Re::compile(pat, true, Mode::Unicode, false)
 }
 
 /// `re.compile(pat)` anchored at the start, for `.match()` (Python's match is a search
 /// anchored at the start of the string).
-pub fn py_m(pat: &str) -> Regex {
-    Regex::new(&format!("^(?:{})", translate(pat, false)))
-        .unwrap_or_else(|e| panic!("bad pattern {pat}: {e}"))
+pub fn py_m(pat: &str) -> Re {
+    Re::compile(pat, false, Mode::Unicode, true)
 }
 
 /// verbose + anchored
-pub fn py_mx(pat: &str) -> Regex {
-    Regex::new(&format!("^(?:{})", translate(pat, true)))
-        .unwrap_or_else(|e| panic!("bad pattern {pat}: {e}"))
+pub fn py_mx(pat: &str) -> Re {
+    Re::compile(pat, true, Mode::Unicode, true)
 }
 
 /// Python's str.find on a char boundary-safe byte index.
@@ -172,7 +284,7 @@ pub fn next_char_boundary(s: &str, i: usize) -> usize {
 /// character (`(?<![...])`): matches whose start is preceded by a character of `bad` are
 /// skipped, and the scan resumes one character later, as Python's engine does.
 pub fn find_iter_lookbehind<'a>(
-    re: &'a Regex,
+    re: &'a Re,
     s: &'a str,
     bad: fn(char) -> bool,
 ) -> impl Iterator<Item = regex::Captures<'a>> + 'a {

@@ -3,11 +3,11 @@
 
 use crate::core::{Owner, EVENT, IGNORED, UNKNOWN};
 use crate::event::Event;
-use crate::layout::{detect_layout, Layout};
+use crate::layout::{detect_layout, Layout, Locs};
 use crate::pyfns::{is_decimal, num, py_float, rstrip, rstrip_nl, size_kb, strip, Kb, PyInt};
 use crate::rx::py_m;
 use crate::ts::{wall_of_date, wall_of_epoch_ms, Ts, Up};
-use regex::{CaptureLocations, Regex};
+use crate::rx::Re;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -15,13 +15,13 @@ pub const SAFEPOINT_PHASE: &str = "Safepoint";
 pub const STOPPED_PHASE: &str = "Total time for which application threads were stopped";
 
 pub struct PlainRes {
-    pub safepoint: Regex,
-    pub stopped: Regex,
-    pub stall: Regex,
-    pub info_tags: Regex,
-    pub region_size: Regex,
-    pub info_line: Regex,
-    pub generic_info: Regex,
+    pub safepoint: Re,
+    pub stopped: Re,
+    pub stall: Re,
+    pub info_tags: Re,
+    pub region_size: Re,
+    pub info_line: Re,
+    pub generic_info: Re,
 }
 
 pub fn plain_res() -> &'static PlainRes {
@@ -122,7 +122,7 @@ pub fn cmp_ids(a: &PyInt, b: &PyInt) -> std::cmp::Ordering {
 /// The decorators of the current line: capture locations of its layout.
 pub struct Deco<'a> {
     pub line: &'a str,
-    pub locs: &'a CaptureLocations,
+    pub locs: &'a Locs,
     pub layout: &'a Layout,
 }
 
@@ -152,7 +152,7 @@ impl<'a> Deco<'a> {
 
 pub struct Unified {
     pub layout: Option<Arc<Layout>>,
-    pub locs: Option<CaptureLocations>,
+    pub locs: Option<Locs>,
     pub states: Vec<GcState>,
     pub ready: Vec<Event>,
     pub region_kb: Option<Kb>,
@@ -167,7 +167,7 @@ pub struct Unified {
     pub first_ts: Option<Ts>,
     /// the last decorated line and its layout (its time stamp is converted on demand)
     last_line: String,
-    last_locs: Option<CaptureLocations>,
+    last_locs: Option<Locs>,
     last_layout: Option<Arc<Layout>>,
 }
 
@@ -232,12 +232,12 @@ impl Unified {
         if lb.first() == Some(&b'[') && !line[1..].starts_with("GC") && !line[1..].starts_with("Full") {
             let mut matched = false;
             if let (Some(layout), Some(locs)) = (&self.layout, &mut self.locs) {
-                matched = layout.regex.captures_read(locs, line).is_some();
+                matched = layout.read(locs, line);
             }
             if !matched {
                 let Some(new) = detect_layout(line) else { return 0 };
                 let mut locs = new.locations();
-                if new.regex.captures_read(&mut locs, line).is_none() {
+                if !new.read(&mut locs, line) {
                     return 0;
                 }
                 self.has_level = new.g_level.is_some();
@@ -252,7 +252,7 @@ impl Unified {
                 if let Some(new) = detect_layout(line) {
                     if new.kinds.len() > self.layout.as_ref().unwrap().kinds.len() {
                         let mut locs = new.locations();
-                        if new.regex.captures_read(&mut locs, line).is_some() {
+                        if new.read(&mut locs, line) {
                             self.has_level = new.g_level.is_some();
                             end = locs.get(0).unwrap().1;
                             self.layout = Some(Arc::new(new));
@@ -276,7 +276,7 @@ impl Unified {
     }
 
     fn decorated_line(
-        &mut self, o: &mut Owner, line: &str, msg: &str, locs: &CaptureLocations, layout: &Arc<Layout>,
+        &mut self, o: &mut Owner, line: &str, msg: &str, locs: &Locs, layout: &Arc<Layout>,
         line_no: u64, out: &mut Vec<Event>,
     ) -> u8 {
         // remember the line for span() (its time stamp is converted only when asked)

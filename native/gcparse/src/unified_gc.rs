@@ -7,22 +7,23 @@ use crate::pyfns::{is_alpha, num, rstrip, size_kb, slug, strip, Kb, PyInt};
 use crate::rx::{py, py_m};
 use crate::ts::{elapsed_ms, Ts};
 use crate::unified::{Deco, Phase, Unified};
-use regex::{Captures, Regex};
+use crate::rx::Re;
+use regex::Captures;
 use std::sync::OnceLock;
 
 struct GcRes {
-    pause_end: Regex,
-    pause_start: Regex,
-    conc_end: Regex,
-    conc_start: Regex,
-    zcycle_end: Regex,
-    zcycle_start: Regex,
-    zgen_end: Regex,
-    cpu: Regex,
-    gen: Regex,
-    regions: Regex,
-    quals: Regex,
-    gc_detail: Regex,
+    pause_end: Re,
+    pause_start: Re,
+    conc_end: Re,
+    conc_start: Re,
+    zcycle_end: Re,
+    zcycle_start: Re,
+    zgen_end: Re,
+    cpu: Re,
+    gen: Re,
+    regions: Re,
+    quals: Re,
+    gc_detail: Re,
 }
 
 const Q: &str = r"\((?:[^()]|\([^()]*\))*\)";
