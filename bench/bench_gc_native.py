@@ -13,13 +13,15 @@ Timed (CPU time of this process, pinned with os.sched_setaffinity; best of --rep
 
     plain     ``for line in open(path, encoding="utf-8", errors="replace"): pass``
     python    ``parse_file(path)`` with BROKERSCOPE_GC_PARSER=python: GcEvent objects
-    native    ``parse_file(path)`` on the native core: the same GcEvent objects (text read in
-              4 MB blocks, lines split and parsed in Rust, events converted to GcEvent)
+    native    ``parse_file(path)`` on the native core: the same GcEvent objects (raw bytes read
+              in 16 MB blocks, decoded, split and parsed in Rust, events converted to GcEvent)
+    columnar  ``parse_file_columnar(path)`` on the native core: one pyarrow RecordBatch of the
+              same values (Arrow buffers filled in Rust, no Python object per event)
     gcviewer  ``java -cp gcviewer.jar com.tagtraum.perf.gcviewer.GCViewer <log> <csv> -t SUMMARY``
               run once per log under ``taskset -c <cpu>``, wall clock (includes JVM start,
               ~0.3 s; its parse dominates at --mb 50); CPU time of the child too
 
-Targets (issue P16): native >= 25 % of plain, >= 10x GCViewer.
+Targets (issue P16): >= 25 % of plain, >= 10x GCViewer (shown for both native paths).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from bench_gc_parser import build, cpu_model, locate_corpus  # noqa: E402
 from collectors.gc import native  # noqa: E402
+from collectors.gc.columnar import events_to_batch, parse_file_columnar  # noqa: E402
 from collectors.gc.parser import parse_file  # noqa: E402
 
 LOGS = [
@@ -113,8 +116,8 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="gcbench-")
     print(f"# {_dt.date.today()} {platform.node()} | {cpu_model()} | pinned to CPU {args.cpu} | "
           f"Python {platform.python_version()} | {args.mb:g} MB per log | best of {args.repeat} (CPU time)")
-    print(f"{'log':<12} {'plain MB/s':>10} {'python':>8} {'native':>8} {'gcviewer':>9} "
-          f"{'native/plain':>12} {'native/python':>13} {'native/gcv':>10} events")
+    print(f"{'log':<12} {'plain MB/s':>10} {'python':>7} {'native':>7} {'columnar':>8} {'gcviewer':>8} "
+          f"{'native/plain':>12} {'col/plain':>9} {'native/py':>9} {'native/gcv':>10} {'col/gcv':>8} events")
     try:
         for name, rel in LOGS:
             path = os.path.join(tmp, name + ".log")
@@ -123,20 +126,23 @@ def main() -> None:
             t_plain, _ = best(lambda: plain(path), args.repeat)
             t_py, (ev_py, _) = best(lambda: parse_with("python", path), max(1, args.repeat - 1))
             t_nat, (ev_nat, _) = best(lambda: parse_with("native", path), args.repeat)
+            t_col, (batch, _) = best(lambda: parse_file_columnar(path), args.repeat)
             same = len(ev_py) == len(ev_nat) and all(a == b for a, b in zip(ev_py, ev_nat))
+            same = same and batch.equals(events_to_batch(ev_nat))
             gcv = "n/a"
-            ratio_g = "n/a"
+            ratio_g = ratio_c = "n/a"
             if have_gcv:
                 wall, cpu_s, status = gcviewer(jar, path, args.cpu)
                 if status == "ok":
                     gcv = f"{mb / wall:.1f}"
                     ratio_g = f"{(mb / t_nat) / (mb / wall):.1f}x"
+                    ratio_c = f"{(mb / t_col) / (mb / wall):.1f}x"
                 else:
                     gcv = "failed"
                     print(f"  gcviewer on {name}: {status}")
-            print(f"{name:<12} {mb / t_plain:>10.0f} {mb / t_py:>8.1f} {mb / t_nat:>8.1f} {gcv:>9} "
-                  f"{(mb / t_nat) / (mb / t_plain):>11.1%} {t_py / t_nat:>12.1f}x {ratio_g:>10} "
-                  f"{len(ev_nat)}{'' if same else ' (EVENTS DIFFER)'}")
+            print(f"{name:<12} {mb / t_plain:>10.0f} {mb / t_py:>7.1f} {mb / t_nat:>7.1f} {mb / t_col:>8.1f} "
+                  f"{gcv:>8} {t_plain / t_nat:>12.1%} {t_plain / t_col:>9.1%} {t_py / t_nat:>8.1f}x "
+                  f"{ratio_g:>10} {ratio_c:>8} {len(ev_nat)}{'' if same else ' (EVENTS DIFFER)'}")
             os.unlink(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -11,13 +11,13 @@ path (tests/test_gc_native.py checks it on the whole corpus), with two changes o
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
+from typing import Iterator, Optional
 
 import pyarrow as pa
 
 from . import native
 from .model import GcEvent, ParseStats
-from .parser import PathLike, open_log_bytes, parser_impl
+from .parser import GcLogParser, PathLike, iter_events, open_log, open_log_bytes, parser_impl
 
 TS = pa.timestamp("us", tz="UTC")
 _STR = ("event_type", "collector", "cause", "phase", "flags")
@@ -72,22 +72,41 @@ def events_to_batch(events: list[GcEvent]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(cols, schema=SCHEMA)
 
 
+class ColumnarFile:
+    """A GC log file as RecordBatches of its events, one per block read (bounded memory):
+    ``for batch in ColumnarFile(path): ...``, then ``.stats`` (ParseStats)."""
+
+    def __init__(self, path: PathLike, **kwargs) -> None:
+        self.path = path
+        self.kwargs = kwargs
+        self.stats: Optional[ParseStats] = None
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if parser_impl() != "native":
+            yield from self._python()
+            return
+        p = native.NativeGcLogParser(**self.kwargs)
+        with open_log_bytes(self.path) as fh:
+            while True:
+                block = fh.read(BLOCK)
+                yield _batch(p._core.feed_bytes_columns(block, not block), p.jvm_start)
+                if not block:
+                    break
+        yield _batch(p._core.finish_columns(), p.jvm_start)
+        p.finish_stats()
+        self.stats = p.stats
+
+    def _python(self) -> Iterator[pa.RecordBatch]:
+        p = GcLogParser(**self.kwargs)
+        with open_log(self.path) as fh:
+            events = list(iter_events(fh, parser=p))
+        yield events_to_batch(events)
+        self.stats = p.stats
+
+
 def parse_file_columnar(path: PathLike, **kwargs) -> tuple[pa.RecordBatch, ParseStats]:
     """A GC log file (plain, .gz, .zip) -> (one RecordBatch of its events, stats)."""
-    if parser_impl() != "native":
-        from .parser import parse_file
-        events, stats = parse_file(path, **kwargs)
-        return events_to_batch(events), stats
-    p = native.NativeGcLogParser(**kwargs)
-    batches = []
-    with open_log_bytes(path) as fh:
-        while True:
-            block = fh.read(BLOCK)
-            batches.append(_batch(p._core.feed_bytes_columns(block, not block), p.jvm_start))
-            if not block:
-                break
-    batches.append(_batch(p._core.finish_columns(), p.jvm_start))
-    p.finish_stats()
-    table = pa.Table.from_batches(batches, schema=SCHEMA).combine_chunks()
+    cf = ColumnarFile(path, **kwargs)
+    table = pa.Table.from_batches(list(cf), schema=SCHEMA).combine_chunks()
     one = table.to_batches()
-    return (one[0] if one else pa.RecordBatch.from_pylist([], schema=SCHEMA)), p.stats
+    return (one[0] if one else pa.RecordBatch.from_pylist([], schema=SCHEMA)), cf.stats

@@ -14,8 +14,7 @@ fn main() {
         let t0 = Instant::now();
         let mut p = Parser::new(None, false, 50);
         let mut out = Vec::new();
-        let text = String::from_utf8_lossy(&data);
-        p.feed_text(&text, &mut out);
+        p.feed_bytes(&data, &mut out);
         p.end_text(&mut out);
         p.finish(&mut out);
         let s = t0.elapsed().as_secs_f64();

@@ -240,13 +240,14 @@ impl Parser {
             joined = [std::mem::take(&mut self.utf8_tail).as_slice(), data].concat();
             &joined[..]
         };
-        let cut = match std::str::from_utf8(data) {
-            Ok(_) => data.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(), // incomplete at the end
-            Err(_) => incomplete_tail_start(data),
-        };
-        self.utf8_tail.extend_from_slice(&data[cut..]);
-        self.feed_text(&String::from_utf8_lossy(&data[..cut]), out);
+        match std::str::from_utf8(data) {
+            Ok(text) => self.feed_text(text, out), // one validation, no copy (the usual case)
+            Err(e) => {
+                let cut = if e.error_len().is_none() { e.valid_up_to() } else { incomplete_tail_start(data) };
+                self.utf8_tail.extend_from_slice(&data[cut..]);
+                self.feed_text(&String::from_utf8_lossy(&data[..cut]), out);
+            }
+        }
     }
 
     /// End of text input: a last line without newline is fed.
