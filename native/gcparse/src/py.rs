@@ -35,6 +35,9 @@ pub struct PyParser {
     p: Parser,
     surrogates: bool,
     size_kb: PyObject,
+    /// Python strings of repeated values (event types, collectors, causes, phases, flags):
+    /// one object each instead of one per event
+    interned: std::cell::RefCell<std::collections::HashMap<Box<str>, Py<PyString>>>,
 }
 
 fn restore<'py>(py: Python<'py>, s: &str, surrogates: bool) -> PyResult<PyObject> {
@@ -106,6 +109,25 @@ impl PyParser {
         }
     }
 
+    fn intern(&self, py: Python, s: &str) -> PyResult<PyObject> {
+        if self.surrogates {
+            return restore(py, s, true);
+        }
+        let mut m = self.interned.borrow_mut();
+        if let Some(o) = m.get(s) {
+            return Ok(o.clone_ref(py).into_any());
+        }
+        let o = PyString::new_bound(py, s).unbind();
+        if m.len() < 4096 {
+            m.insert(s.into(), o.clone_ref(py));
+        }
+        Ok(o.into_any())
+    }
+
+    fn opt_intern(&self, py: Python, s: &Option<Box<str>>) -> PyResult<PyObject> {
+        s.as_deref().map_or(Ok(py.None()), |t| self.intern(py, t))
+    }
+
     fn wall(&self, py: Python, w: &Wall) -> PyResult<PyObject> {
         Ok(match w {
             Wall::None => py.None(),
@@ -116,13 +138,13 @@ impl PyParser {
     }
 
     fn event(&self, py: Python, e: &Event) -> PyResult<PyObject> {
-        let flags = PyTuple::new_bound(py, e.flags.iter().map(|f| PyString::new_bound(py, f)));
+        let flags = PyTuple::new_bound(py, e.flags.iter().map(|f| self.intern(py, f)).collect::<PyResult<Vec<_>>>()?);
         let items: Vec<PyObject> = vec![
-            restore(py, &e.event_type, self.surrogates)?,
-            restore(py, &e.collector, self.surrogates)?,
+            self.intern(py, &e.event_type)?,
+            self.intern(py, &e.collector)?,
             self.wall(py, &e.wall)?,
             e.uptime_s.into_py(py),
-            self.opt_str(py, &e.cause)?,
+            self.opt_intern(py, &e.cause)?,
             e.pause_ms.into_py(py),
             e.concurrent_ms.into_py(py),
             e.duration_ms.into_py(py),
@@ -146,7 +168,7 @@ impl PyParser {
                 None => py.None(),
             },
             flags.into_any().unbind(),
-            self.opt_str(py, &e.phase)?,
+            self.opt_intern(py, &e.phase)?,
             e.ttsp_ms.into_py(py),
             e.source_line.into_py(py),
             self.opt_str(py, &e.raw)?,
@@ -174,7 +196,7 @@ impl PyParser {
         p.set_date_hook(Box::new(move |text: &str| {
             Python::with_gil(|py| date_hook.call1(py, (text,)).ok().and_then(|r| r.extract::<Option<i64>>(py).ok()).flatten())
         }));
-        PyParser { p, surrogates: false, size_kb }
+        PyParser { p, surrogates: false, size_kb, interned: Default::default() }
     }
 
     /// Feed one line; returns the events it completed (tuples).
