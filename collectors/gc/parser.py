@@ -32,6 +32,7 @@ import zipfile
 from datetime import datetime, timezone
 from typing import IO, Iterable, Iterator, Optional, Union
 
+from . import native
 from ._common import EVENT, IGNORED, UNKNOWN
 from ._legacy import LegacyHandler
 from ._unified import UnifiedHandler
@@ -53,8 +54,6 @@ def parser_impl() -> str:
     """'native' or 'python': the implementation GcLogParser() builds.  The native core (Rust,
     native/gcparse) is used when it is installed; BROKERSCOPE_GC_PARSER=python|native forces
     one (native raises ImportError when it is not installed)."""
-    from . import native
-
     forced = os.environ.get("BROKERSCOPE_GC_PARSER", "").strip().lower()
     if forced == "python":
         return "python"
@@ -72,9 +71,7 @@ class GcLogParser:
         if cls is not GcLogParser:
             return super().__new__(cls)
         if parser_impl() == "native":
-            from .native import NativeGcLogParser
-
-            return NativeGcLogParser(**kwargs)
+            return native.NativeGcLogParser(**kwargs)
         return PythonGcLogParser(**kwargs)
 
 
