@@ -32,10 +32,12 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from collectors.gc import GcLogParser, open_log
+from collectors.gc import GcLogParser
+from collectors.gc.columnar import ColumnarFile
 from collectors.gc.analysis import Thresholds, findings
 from lakehouse.tables import GC_EVENTS, GC_FINDINGS, GC_PARSE_STATS, Column, TableContract
 
@@ -91,32 +93,37 @@ class FileParse:
     def finish(self, end_offset: int, jvm_start: datetime | None = None) -> list[dict]:
         """The last events and the file's stats row. `jvm_start` overrides the read-time estimate."""
         rows = [self._event_row(e) for e in self.parser.finish()]
-        st = self.parser.stats
-        jvm_start = jvm_start or self.jvm_start
-        first_wall, last_wall, source = st.first_wall_time, st.last_wall_time, "log"
-        if first_wall is None:
-            source = "none"
-            if jvm_start is not None and st.first_uptime_s is not None:
-                first_wall = jvm_start + timedelta(seconds=st.first_uptime_s)
-                last_wall = jvm_start + timedelta(seconds=st.last_uptime_s)
-                source = "estimated"
-        lines = st.lines_total + self.rejected
-        n_unified, n_legacy = st.formats.get("unified", 0), st.formats.get("legacy", 0)
-        stats = {
-            "end_offset": end_offset, "lines": lines, "lines_event": st.lines_event,
-            "lines_ignored": st.lines_ignored, "lines_unknown": st.lines_unknown,
-            "lines_rejected": self.rejected,
-            "coverage": (st.lines_event + st.lines_ignored) / lines if lines else 1.0,
-            "events": self.seq, "incomplete_events": st.incomplete_events,
-            "collector": self.collectors.most_common(1)[0][0] if self.collectors else "unknown",
-            "log_format": "empty" if not lines else ("unified" if n_unified >= n_legacy else "legacy"),
-            "first_uptime_s": st.first_uptime_s, "last_uptime_s": st.last_uptime_s,
-            "first_wall_time": first_wall, "last_wall_time": last_wall,
-            "jvm_start": jvm_start if source == "estimated" else None, "wall_time_source": source,
-            "unknown_sample": json.dumps(st.unknown_sample[:UNKNOWN_SAMPLE], ensure_ascii=False),
-        }
-        rows.append({"record": "stats", **self.ids, **{f"stats_{k}": v for k, v in stats.items()}})
+        rows.append(stats_row(self.ids, self.parser.stats, self.seq, self.collectors, self.rejected,
+                              end_offset, jvm_start or self.jvm_start))
         return rows
+
+
+def stats_row(ids: dict, st, events: int, collectors: Counter, rejected: int, end_offset: int,
+              jvm_start: datetime | None) -> dict:
+    """The `record = stats` row of one parsed file."""
+    first_wall, last_wall, source = st.first_wall_time, st.last_wall_time, "log"
+    if first_wall is None:
+        source = "none"
+        if jvm_start is not None and st.first_uptime_s is not None:
+            first_wall = jvm_start + timedelta(seconds=st.first_uptime_s)
+            last_wall = jvm_start + timedelta(seconds=st.last_uptime_s)
+            source = "estimated"
+    lines = st.lines_total + rejected
+    n_unified, n_legacy = st.formats.get("unified", 0), st.formats.get("legacy", 0)
+    stats = {
+        "end_offset": end_offset, "lines": lines, "lines_event": st.lines_event,
+        "lines_ignored": st.lines_ignored, "lines_unknown": st.lines_unknown,
+        "lines_rejected": rejected,
+        "coverage": (st.lines_event + st.lines_ignored) / lines if lines else 1.0,
+        "events": events, "incomplete_events": st.incomplete_events,
+        "collector": collectors.most_common(1)[0][0] if collectors else "unknown",
+        "log_format": "empty" if not lines else ("unified" if n_unified >= n_legacy else "legacy"),
+        "first_uptime_s": st.first_uptime_s, "last_uptime_s": st.last_uptime_s,
+        "first_wall_time": first_wall, "last_wall_time": last_wall,
+        "jvm_start": jvm_start if source == "estimated" else None, "wall_time_source": source,
+        "unknown_sample": json.dumps(st.unknown_sample[:UNKNOWN_SAMPLE], ensure_ascii=False),
+    }
+    return {"record": "stats", **ids, **{f"stats_{k}": v for k, v in stats.items()}}
 
 
 def _batches(rows: Iterable[dict]) -> Iterator[pa.RecordBatch]:
@@ -157,26 +164,46 @@ def parse_sorted_lines(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordB
     return _batches(rows())
 
 
-def parse_log_file(target: str, file_id: str, path: str, origin: str = "import") -> Iterator[dict]:
-    """A whole log file (plain, .gz or .zip) → parsed rows. Logs with uptimes only get
-    jvm_start = modification time − last uptime (the last line was written at about mtime)."""
-    fp = FileParse(target, file_id, path, origin)
-    with open_log(path) as fh:
-        for n, text in enumerate(fh, 1):
-            yield from fp.line(n, text)
+def parse_log_file(target: str, file_id: str, path: str, origin: str = "import") -> Iterator[pa.RecordBatch]:
+    """A whole log file (plain, .gz or .zip) → parsed rows, as batches. Its events come as
+    columns (collectors.gc.columnar: Arrow buffers from the native core, no Python object per
+    event). Logs with uptimes only get jvm_start = modification time − last uptime (the last
+    line was written at about mtime)."""
+    ids = {"target": target, "file_id": file_id, "file": path, "origin": origin}
+    cf = ColumnarFile(path)
+    seq, collectors = 0, Counter()
+    for b in cf:
+        if b.num_rows:
+            yield _event_batch(ids, b, seq)
+            seq += b.num_rows
+            for v in pc.value_counts(b.column("collector")).to_pylist():
+                if v["values"] != "unknown":
+                    collectors[v["values"]] += v["counts"]
     st = os.stat(path)
-    last_up = fp.parser.time_span()
     jvm_start = None
-    if last_up is not None and last_up[1][0] is not None:
-        jvm_start = datetime.fromtimestamp(st.st_mtime, timezone.utc) - timedelta(seconds=last_up[1][0])
-    yield from fp.finish(st.st_size, jvm_start)
+    if cf.stats.last_uptime_s is not None:
+        jvm_start = datetime.fromtimestamp(st.st_mtime, timezone.utc) - timedelta(seconds=cf.stats.last_uptime_s)
+    yield pa.RecordBatch.from_pylist([stats_row(ids, cf.stats, seq, collectors, 0, st.st_size, jvm_start)],
+                                     schema=PARSED.schema)
+
+
+def _event_batch(ids: dict, b: pa.RecordBatch, seq: int) -> pa.RecordBatch:
+    """`record = event` rows of a columnar batch (the columns of FileParse._event_row)."""
+    n = b.num_rows
+    cols = {"record": pa.array(["event"] * n, pa.string()),
+            **{k: pa.array([v] * n, pa.string()) for k, v in ids.items()},
+            "event_seq": pa.array(range(seq, seq + n), pa.int64()),
+            "wall_time_source": pc.if_else(pc.is_valid(b.column("wall_time")), "log", None)}
+    arrays = [cols[f.name] if f.name in cols else b.column(f.name) if f.name in b.schema.names
+              else pa.nulls(n, f.type) for f in PARSED.schema]
+    return pa.RecordBatch.from_arrays([a.cast(f.type) for a, f in zip(arrays, PARSED.schema)], schema=PARSED.schema)
 
 
 def parse_log_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body for `gc import`: rows (target, file_id, path) → parsed rows."""
     for b in batches:
         for r in b.to_pylist():
-            yield from _batches(parse_log_file(r["target"], r["file_id"], r["path"]))
+            yield from parse_log_file(r["target"], r["file_id"], r["path"])
 
 
 # --- DataFrame transforms -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import threading
 from dataclasses import asdict
 from datetime import datetime, timezone
 
-from collectors.gc import parse_file
+from collectors.gc.columnar import parse_file_columnar
 from collectors.gc.analysis import Thresholds, findings, summarize, summarize_findings
 from collectors.gc.limits import GcInputError, damage_of
 from collectors.gc.tailer import GcTailer, file_identity
@@ -33,8 +33,12 @@ def report(path: str, thresholds: Thresholds = Thresholds()) -> dict:
     """The summary of one GC log file (what `gc report --format json` prints)."""
     if not os.path.isfile(path):
         raise ConfigError(f"GC log {path} not found (or not a file)")
-    events, stats = parse_file(path)
-    rows = [dict(e.to_dict(), event_seq=i) for i, e in enumerate(events)]
+    batch, stats = parse_file_columnar(path)  # Arrow columns: no GcEvent per event
+    rows = batch.to_pylist()
+    for i, r in enumerate(rows):  # the shape of GcEvent.to_dict()
+        r["flags"] = r["flags"].split(",") if r["flags"] else []
+        r["raw"] = None
+        r["event_seq"] = i
     out = {"file": path, **summarize(rows, stats), "damaged": damage_of(path)}
     check_is_gc_log(out, stats)
     found = findings(rows, thresholds)
@@ -42,7 +46,7 @@ def report(path: str, thresholds: Thresholds = Thresholds()) -> dict:
     out["findings_total"] = len(found)
     out["thresholds"] = asdict(thresholds)
     out["unknown_sample"] = [{"line": n, "text": t} for n, t in stats.unknown_sample[:10]]
-    out["implausible_lines"] = [e.source_line for e in events if "implausible-value" in e.flags]
+    out["implausible_lines"] = [r["source_line"] for r in rows if "implausible-value" in r["flags"]]
     return out
 
 

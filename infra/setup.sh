@@ -85,6 +85,20 @@ else
     "$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test]'
 fi
 
+# ---------------------------------------------------------------- 3b. native GC parser core
+# Rust/PyO3 (native/gcparse), built by maturin through pip's build isolation; rebuilt only when
+# the installed module was not built from this source (hash of its sources, see build.rs).
+want="$("$PYTHON" native/gcparse/tools/source_hash.py)"
+have="$(cd / && "$PYTHON" -c 'import brokerscope_gcparse as b; print(b.SOURCE_HASH)' 2>/dev/null || true)"
+if [ "$want" = "$have" ]; then
+    say "native GC parser core up to date ($have)"
+elif command -v cargo >/dev/null 2>&1; then
+    say "pip install ./native/gcparse (source $want, installed: ${have:-none})"
+    CARGO_BUILD_JOBS=2 "$PYTHON" -m pip install -q --disable-pip-version-check ./native/gcparse
+else
+    say "note: no cargo: the GC parser runs on its Python implementation"
+fi
+
 # ---------------------------------------------------------------- 4. Jolokia agent jar
 jar="$("$PYTHON" -c 'from infra.lab import build_agent; print(build_agent())')"
 say "jolokia agent: $jar"

@@ -45,6 +45,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from collectors.gc import COLLECTORS, KNOWN_FLAGS, GcEvent, GcLogParser, iter_events, open_log  # noqa: E402
 from collectors.gc._common import EVENT, parse_datestamp  # noqa: E402
+from collectors.gc.parser import PythonGcLogParser  # noqa: E402
 from tests.gc_expected import locate_corpus
 
 
@@ -466,7 +467,7 @@ def test_truncation_at_every_position(before, line, after):
 # ------------------------------------------------------------------------------------------------
 
 
-class _AlwaysAskUnified(GcLogParser):
+class _AlwaysAskUnified(PythonGcLogParser):
     """The parser without the '[' shortcut of GcLogParser.feed: every line that may be unified
     goes to the unified handler (as before the shortcut)."""
 
@@ -496,7 +497,7 @@ def test_bracket_shortcut_is_equivalent(lines, keep_raw):
     """Lines starting with '[' that skip the unified handler before unified mode (legacy G1
     detail lines, '[GC ...' records) give the same events and statistics as when the handler
     is asked."""
-    assert _parse_stats(GcLogParser(keep_raw=keep_raw), lines) == _parse_stats(
+    assert _parse_stats(PythonGcLogParser(keep_raw=keep_raw), lines) == _parse_stats(
         _AlwaysAskUnified(keep_raw=keep_raw), lines)
 
 
@@ -511,7 +512,7 @@ def _handler_state(h) -> dict:
 def test_indented_unified_lines_are_what_gc_line_makes_of_them(gc_id, tail):
     """UnifiedHandler.handle answers an indented 'GC(n)   ...' detail line itself: EVENT and
     no state change, as _gc_line does for a message that starts with a space."""
-    p = GcLogParser()
+    p = PythonGcLogParser()
     for n, line in enumerate(BUILTIN[0][:3], 1):
         p.feed(line, n)
     h = p._unified

@@ -174,3 +174,29 @@ def test_gc_pauses_over_ha_thresholds_are_on_the_timeline():
     assert "group store-1" in render_text(entries)
     assert build_timeline(empty["role_intervals"], empty["failover_events"], empty["split_brain_windows"], state,
                           group="other", gc_findings=gc_findings) == []
+
+
+@needs_corpus
+@pytest.mark.parametrize("rel", [LONG_SERIAL, LONG_G1, "gcviewer/openjdk/SampleSun1_6_0PrintHeapAtGC.txt.gz",
+                                 "gctoolkit/preunified/cms/defnew/details/defnew.log"])
+def test_import_rows_from_columns_equal_rows_from_events(rel):
+    """`gc import` parses a file into Arrow columns (collectors.gc.columnar); its rows equal
+    those of the GcEvent row path (FileParse, line by line), stats row included."""
+    import os
+
+    from analysis.gc import PARSED, FileParse, _batches, parse_log_file
+    from collectors.gc import open_log
+
+    path = str(CORPUS / rel)
+    got = pa.Table.from_batches(list(parse_log_file("t", "f", path)), schema=PARSED.schema).to_pylist()
+    fp = FileParse("t", "f", path, "import")
+    with open_log(path) as fh:
+        rows = [r for n, line in enumerate(fh, 1) for r in fp.line(n, line)]
+    st, span = os.stat(path), fp.parser.time_span()
+    jvm_start = None
+    if span is not None and span[1][0] is not None:
+        jvm_start = datetime.fromtimestamp(st.st_mtime, timezone.utc) - timedelta(seconds=span[1][0])
+    want = pa.Table.from_batches(list(_batches(rows + fp.finish(st.st_size, jvm_start))), schema=PARSED.schema)
+    assert len(got) == want.num_rows
+    for i, (a, b) in enumerate(zip(got, want.to_pylist())):
+        assert a == b, f"row {i}: columnar {a}\n events {b}"

@@ -119,3 +119,23 @@ def test_a_damaged_zip_is_one_clear_error(tmp_path):
     p.write_bytes(b"PK\x03\x04" + os.urandom(200))
     r, _took, _peak = gc_report(p)
     assert r.returncode == 2 and "damaged zip archive" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_the_native_cores_byte_stream_has_the_text_streams_bounds(tmp_path):
+    """open_log_bytes (what the native core reads) cuts, refuses and reads damage as open_log does."""
+    from collectors.gc.parser import open_log_bytes
+    from collectors.gc.limits import MAX_BLANK_RUN, GcInputError
+
+    long_line = b"x" * (3 * MAX_LINE_BYTES + 17)
+    plain = tmp_path / "gc.log"
+    plain.write_bytes(good_log(3) + long_line + b"\n" + good_log(2) + b"\r\n" + long_line)
+    with open_log_bytes(plain) as fb, open_log(plain) as ft:
+        assert fb.read().decode().replace("\r", "") == "".join(ft)
+    blank = tmp_path / "blank.log.gz"
+    blank.write_bytes(gzip.compress(good_log(1) + b"\n" * (MAX_BLANK_RUN + 5)))
+    with pytest.raises(GcInputError, match="empty lines in a row"):
+        open_log_bytes(blank).read()
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(gzip.compress(good_log(2000))[:-4000])
+    with open_log_bytes(cut) as fb:
+        assert fb.read().startswith(good_log(10))

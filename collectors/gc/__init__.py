@@ -13,7 +13,7 @@ Public API:
 """
 
 from .model import COLLECTORS, KNOWN_FLAGS, PAUSE_TYPES, GcEvent, ParseStats
-from .parser import GcLogParser, iter_events, open_log, parse_file, parse_lines
+from .parser import GcLogParser, PythonGcLogParser, iter_events, open_log, parse_file, parse_lines, parser_impl
 
 __all__ = [
     "COLLECTORS",
@@ -21,6 +21,8 @@ __all__ = [
     "PAUSE_TYPES",
     "GcEvent",
     "GcLogParser",
+    "PythonGcLogParser",
+    "parser_impl",
     "ParseStats",
     "iter_events",
     "open_log",

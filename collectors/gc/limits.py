@@ -14,6 +14,8 @@ import io
 import zlib
 from typing import IO, Iterator
 
+import numpy as np
+
 MAX_LINE_BYTES = 64 << 10  # a longer line is cut here (the rest skipped unread into memory)
 MAX_RATIO = 200  # decompressed bytes per compressed byte, beyond any GC log's
 MIN_BUDGET_BYTES = 256 << 20  # ... but a small archive may always expand to this much
@@ -32,6 +34,28 @@ def damage_of(path: str) -> str | None:
     return _damage.get(path)
 
 
+def bounded_chunks(raw: IO[bytes], path: str, budget: int | None) -> Iterator[bytes]:
+    """Decompressed chunks within `budget`; a damaged archive ends them, noted for damage_of."""
+    read = 0
+    read1 = getattr(raw, "read1", raw.read)  # read1: what decompressed before damage is not lost
+    while True:
+        try:
+            chunk = read1(CHUNK)
+        except (EOFError, zlib.error, OSError) as e:  # gzip.BadGzipFile is an OSError
+            _damage[path] = (f"the archive is damaged or cut short after {read:,} bytes "
+                                   f"({type(e).__name__}: {e}); the lines before the damage were read")
+            return
+        if not chunk:
+            return
+        read += len(chunk)
+        if budget is not None and read > budget:
+            raise GcInputError(
+                f"GC log {path}: expands to more than {budget / 1048576:,.0f} MiB, over {MAX_RATIO}× its "
+                "compressed size — no GC log compresses that well (an archive bomb?); if it is genuine, "
+                "decompress it and give the plain file")
+        yield chunk
+
+
 class BoundedLines(io.TextIOBase):
     """Text lines of a binary stream, within the bounds above. `budget`: decompressed bytes allowed
     (None: unbounded, for plain files whose size is their own bound)."""
@@ -43,24 +67,7 @@ class BoundedLines(io.TextIOBase):
         _damage.pop(path, None)
 
     def _chunks(self) -> Iterator[bytes]:
-        read = 0
-        read1 = getattr(self._raw, "read1", self._raw.read)  # read1: what decompressed before damage is not lost
-        while True:
-            try:
-                chunk = read1(CHUNK)
-            except (EOFError, zlib.error, OSError) as e:  # gzip.BadGzipFile is an OSError
-                _damage[self._path] = (f"the archive is damaged or cut short after {read:,} bytes "
-                                       f"({type(e).__name__}: {e}); the lines before the damage were read")
-                return
-            if not chunk:
-                return
-            read += len(chunk)
-            if self._budget is not None and read > self._budget:
-                raise GcInputError(
-                    f"GC log {self._path}: expands to more than {self._budget / 1048576:,.0f} MiB, over {MAX_RATIO}× its "
-                    "compressed size — no GC log compresses that well (an archive bomb?); if it is genuine, "
-                    "decompress it and give the plain file")
-            yield chunk
+        return bounded_chunks(self._raw, self._path, self._budget)
 
     def _split(self) -> Iterator[str]:
         pending, blank, cut = b"", 0, False
@@ -101,6 +108,78 @@ class BoundedLines(io.TextIOBase):
 
     def read(self, size: int = -1) -> str:
         return "".join(self._lines) if size is None or size < 0 else self.readline()
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class BoundedBytes(io.RawIOBase):
+    """The bytes of a GC log for the native parser core, within the same bounds as `BoundedLines`:
+    the decompressed budget, runs of empty lines, over-long lines cut at MAX_LINE_BYTES (the rest
+    of such a line skipped), and a damaged archive read up to the damage. Works on whole chunks
+    (NumPy over the newline positions), so the core keeps its speed."""
+
+    def __init__(self, raw: IO[bytes], path: str, budget: int | None) -> None:
+        self._raw, self._path, self._budget = raw, path, budget
+        self._chunks = bounded_chunks(raw, path, budget)  # budget and damage, as for text
+        self._line = 0  # bytes of the current (unfinished) line passed on so far
+        self._skipping = False  # inside the cut-off rest of an over-long line
+        self._blank = 0  # empty lines in a row so far
+        self._buffer = b""
+        _damage.pop(path, None)
+
+    def readable(self) -> bool:
+        return True
+
+    def _bounded(self, chunk: bytes) -> bytes:
+        nl = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
+        starts = np.concatenate(([0], nl + 1))
+        ends = np.concatenate((nl, [len(chunk)]))
+        lengths = ends - starts
+        lengths[0] += self._line
+        self._check_blank_runs(lengths[: len(nl)] == 0)  # complete lines only
+        if lengths.max() <= MAX_LINE_BYTES and not self._skipping:
+            self._line = int(lengths[-1])
+            return chunk
+        return self._cut(chunk, starts.tolist(), ends.tolist())
+
+    def _check_blank_runs(self, empty: np.ndarray) -> None:
+        """Empty complete lines in a row, carried across chunks."""
+        if not empty.size:
+            return
+        edges = np.diff(np.concatenate(([0], empty.astype(np.int8), [0])))
+        run_starts, run_ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        runs = run_ends - run_starts
+        if runs.size and run_starts[0] == 0:
+            runs[0] += self._blank
+        if runs.size and runs.max() > MAX_BLANK_RUN:
+            raise GcInputError(f"GC log {self._path}: more than {MAX_BLANK_RUN:,} empty lines in a row — "
+                               "this is not a GC log (or not one this tool should read)")
+        self._blank = int(runs[-1]) if runs.size and run_ends[-1] == empty.size else 0
+
+    def _cut(self, chunk: bytes, starts: list[int], ends: list[int]) -> bytes:
+        """The chunk with every line cut at MAX_LINE_BYTES (the rest of a line skipped)."""
+        out = []
+        for k, (a, b) in enumerate(zip(starts, ends)):
+            carry, skipping = (self._line, self._skipping) if k == 0 else (0, False)
+            room = 0 if skipping else max(MAX_LINE_BYTES - carry, 0)
+            out.append(chunk[a:a + min(b - a, room)])
+            if k == len(starts) - 1:  # the unfinished line goes on in the next chunk
+                self._skipping = skipping or b - a > room
+                self._line = carry + min(b - a, room)
+        return b"\n".join(out)
+
+    def readinto(self, b) -> int:
+        while not self._buffer:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._buffer = self._bounded(chunk)
+        n = min(len(b), len(self._buffer))
+        b[:n] = self._buffer[:n]
+        self._buffer = self._buffer[n:]
+        return n
 
     def close(self) -> None:
         self._raw.close()

@@ -25,19 +25,24 @@ taxonomy and the counting rules.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 import zipfile
 from datetime import datetime, timezone
 from typing import IO, Iterable, Iterator, Optional, Union
 
+from . import native
 from ._common import EVENT, IGNORED, UNKNOWN
 from ._legacy import LegacyHandler
-from .limits import MAX_RATIO, MIN_BUDGET_BYTES, BoundedLines, GcInputError
+from .limits import MAX_RATIO, MIN_BUDGET_BYTES, BoundedBytes, BoundedLines, GcInputError
 from ._unified import UnifiedHandler
 from .model import GcEvent, ParseStats, drop_implausible
 
-__all__ = ["GcLogParser", "iter_events", "open_log", "parse_file", "parse_lines"]
+__all__ = [
+    "GcLogParser", "PythonGcLogParser", "iter_events", "open_log", "open_log_bytes", "parse_file", "parse_lines",
+    "parser_impl",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -46,8 +51,34 @@ _UNIFIED_FIRST = "[GUISA"
 _ABSURD_NUMBER_RE = re.compile(r"\d{100}")
 
 
+def parser_impl() -> str:
+    """'native' or 'python': the implementation GcLogParser() builds.  The native core (Rust,
+    native/gcparse) is used when it is installed; BROKERSCOPE_GC_PARSER=python|native forces
+    one (native raises ImportError when it is not installed)."""
+    forced = os.environ.get("BROKERSCOPE_GC_PARSER", "").strip().lower()
+    if forced == "python":
+        return "python"
+    if forced == "native" or native.AVAILABLE:
+        return "native"
+    return "python"
+
+
 class GcLogParser:
-    """Line-by-line GC log parser (a state machine; not thread-safe).
+    """Line-by-line GC log parser: ``GcLogParser(**kw)`` builds the native core's parser when
+    it is installed (collectors.gc.native.NativeGcLogParser), else :class:`PythonGcLogParser`;
+    both have this API and produce the same events (see :func:`parser_impl`)."""
+
+    def __new__(cls, **kwargs):
+        if cls is not GcLogParser:
+            return super().__new__(cls)
+        if parser_impl() == "native":
+            return native.NativeGcLogParser(**kwargs)
+        return PythonGcLogParser(**kwargs)
+
+
+class PythonGcLogParser(GcLogParser):
+    """Line-by-line GC log parser (a state machine; not thread-safe): the Python
+    implementation, which is the specification of the native core.
 
     :param jvm_start: JVM start time (aware, or naive = UTC).  When the log has no wall-clock
         decorator/datestamp, ``wall_time = jvm_start + uptime``.
@@ -196,13 +227,24 @@ class GcLogParser:
 
 
 def open_log(path: PathLike) -> IO[str]:
-    """Open a GC log as text: plain, gzip (``.gz``) or the first member of a ``.zip``."""
+    """Open a GC log as text: plain, gzip (``.gz``) or the first member of a ``.zip``; collectors.gc.limits
+    bounds line length, expansion and empty runs, and reads a damaged gzip up to the damage."""
+    return BoundedLines(*_opened(path))
+
+
+def open_log_bytes(path: PathLike) -> IO[bytes]:
+    """:func:`open_log` without the decoding (the native core reads bytes), within the same bounds."""
+    return io.BufferedReader(BoundedBytes(*_opened(path)))
+
+
+def _opened(path: PathLike) -> tuple[IO[bytes], str, int | None]:
+    """A GC log's raw byte stream (plain, gzip or a zip's first member), its path and the
+    decompressed budget (collectors.gc.limits: none for a plain file, whose size bounds it)."""
     p = os.fspath(path)
     with open(p, "rb") as fh:
         magic = fh.read(4)
-    # collectors.gc.limits bounds line length, expansion and empty runs, and reads a damaged gzip up to the damage
     if magic[:2] == b"\x1f\x8b":
-        return BoundedLines(gzip.open(p, "rb"), p, budget=max(MIN_BUDGET_BYTES, MAX_RATIO * os.path.getsize(p)))
+        return gzip.open(p, "rb"), p, max(MIN_BUDGET_BYTES, MAX_RATIO * os.path.getsize(p))
     if magic == b"PK\x03\x04":
         try:
             zf = zipfile.ZipFile(p)
@@ -211,9 +253,8 @@ def open_log(path: PathLike) -> IO[str]:
         names = [n for n in zf.namelist() if not n.endswith("/")]
         if not names:
             raise ValueError(f"empty zip archive: {p}")
-        size = zf.getinfo(names[0]).compress_size
-        return BoundedLines(zf.open(names[0]), p, budget=max(MIN_BUDGET_BYTES, MAX_RATIO * size))
-    return BoundedLines(open(p, "rb"), p, budget=None)
+        return zf.open(names[0]), p, max(MIN_BUDGET_BYTES, MAX_RATIO * zf.getinfo(names[0]).compress_size)
+    return open(p, "rb"), p, None
 
 
 def iter_events(lines: Iterable[str], parser: Optional[GcLogParser] = None, **kwargs) -> Iterator[GcEvent]:
@@ -238,5 +279,18 @@ def parse_lines(lines: Iterable[str], **kwargs) -> tuple[list[GcEvent], ParseSta
 
 def parse_file(path: PathLike, **kwargs) -> tuple[list[GcEvent], ParseStats]:
     """Parse a GC log file (plain, ``.gz`` or ``.zip``); returns (events, stats)."""
-    with open_log(path) as fh:
-        return parse_lines(fh, **kwargs)
+    p = GcLogParser(**kwargs)
+    if hasattr(p, "feed_bytes"):  # native core: raw blocks, decoded and split natively
+        events: list[GcEvent] = []
+        with open_log_bytes(path) as fb:
+            while True:
+                block = fb.read(1 << 24)
+                events.extend(p.feed_bytes(block, end=not block))
+                if not block:
+                    break
+    else:
+        with open_log(path) as fh:
+            events = list(iter_events(fh, parser=p))
+            return events, p.stats
+    events.extend(p.finish())
+    return events, p.stats

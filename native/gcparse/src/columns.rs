@@ -1,0 +1,149 @@
+//! Columnar events: Arrow-layout buffers (validity bitmaps, values, string offsets) that the
+//! binding hands to pyarrow (`Array.from_buffers`) without one Python object per event.
+//!
+//! Values the columns cannot hold exactly -- a wall clock only CPython reads (Wall::Iso,
+//! Wall::EpochMs out of range), one derived from the JVM start, sizes and ids that are not
+//! plain i64 (Kb::SizeText, Add, Mul, big ints) -- are left null and listed in `patches`;
+//! the binding resolves them with the same Python code as the GcEvent path.
+
+use crate::event::{Event, Wall};
+use crate::pyfns::{Kb, PyInt};
+
+/// Arrow validity bitmap + values of one fixed-width column.
+#[derive(Default)]
+pub struct Fixed<T> {
+    pub valid: Vec<u8>,
+    pub values: Vec<T>,
+    pub nulls: usize,
+}
+
+impl<T: Copy + Default> Fixed<T> {
+    fn push(&mut self, v: Option<T>) {
+        let i = self.values.len();
+        if i % 8 == 0 {
+            self.valid.push(0);
+        }
+        match v {
+            Some(x) => {
+                self.valid[i / 8] |= 1 << (i % 8);
+                self.values.push(x);
+            }
+            None => {
+                self.nulls += 1;
+                self.values.push(T::default());
+            }
+        }
+    }
+}
+
+/// Arrow `string` column: validity, i32 offsets, UTF-8 data.
+pub struct Strs {
+    pub valid: Vec<u8>,
+    pub offsets: Vec<i32>,
+    pub data: Vec<u8>,
+    pub nulls: usize,
+}
+
+impl Default for Strs {
+    fn default() -> Self {
+        Strs { valid: Vec::new(), offsets: vec![0], data: Vec::new(), nulls: 0 }
+    }
+}
+
+impl Strs {
+    fn push(&mut self, v: Option<&str>) {
+        let i = self.offsets.len() - 1;
+        if i % 8 == 0 {
+            self.valid.push(0);
+        }
+        match v {
+            Some(s) => {
+                self.valid[i / 8] |= 1 << (i % 8);
+                self.data.extend_from_slice(s.as_bytes());
+            }
+            None => self.nulls += 1,
+        }
+        self.offsets.push(self.data.len() as i32);
+    }
+}
+
+pub const F64_NAMES: [&str; 8] =
+    ["uptime_s", "pause_ms", "concurrent_ms", "duration_ms", "user_s", "sys_s", "real_s", "ttsp_ms"];
+pub const KB_NAMES: [&str; 12] = [
+    "heap_before_kb", "heap_after_kb", "heap_committed_kb", "young_before_kb", "young_after_kb",
+    "young_committed_kb", "old_before_kb", "old_after_kb", "old_committed_kb",
+    "metaspace_before_kb", "metaspace_after_kb", "metaspace_committed_kb",
+];
+pub const STR_NAMES: [&str; 5] = ["event_type", "collector", "cause", "phase", "flags"];
+
+/// A value the binding computes in Python: (row, what).
+pub enum Patch {
+    Wall(Wall, Option<f64>, bool),
+    Kb(usize, Kb),
+    GcId(PyInt),
+}
+
+#[derive(Default)]
+pub struct Columns {
+    pub rows: usize,
+    pub strs: [Strs; 5],
+    pub f64s: [Fixed<f64>; 8],
+    pub kbs: [Fixed<i64>; 12],
+    pub gc_id: Fixed<i64>,
+    pub source_line: Vec<i64>,
+    /// wall clock, microseconds since the epoch (UTC)
+    pub wall: Fixed<i64>,
+    pub patches: Vec<(usize, Patch)>,
+    flags_buf: String,
+}
+
+impl Columns {
+    pub fn push(&mut self, e: &Event) {
+        let row = self.rows;
+        self.rows += 1;
+        self.flags_buf.clear();
+        for (i, f) in e.flags.iter().enumerate() {
+            if i > 0 {
+                self.flags_buf.push(',');
+            }
+            self.flags_buf.push_str(f);
+        }
+        let flags = (!self.flags_buf.is_empty()).then_some(self.flags_buf.as_str());
+        let strs = [Some(&*e.event_type), Some(&*e.collector), e.cause.as_deref(), e.phase.as_deref(), flags];
+        for (col, v) in self.strs.iter_mut().zip(strs) {
+            col.push(v);
+        }
+        let f64s = [e.uptime_s, e.pause_ms, e.concurrent_ms, e.duration_ms, e.user_s, e.sys_s, e.real_s, e.ttsp_ms];
+        for (col, v) in self.f64s.iter_mut().zip(f64s) {
+            col.push(v);
+        }
+        let kbs = e.heap.iter().chain(&e.young).chain(&e.old).chain(&e.meta);
+        for (k, (col, v)) in self.kbs.iter_mut().zip(kbs).enumerate() {
+            match v {
+                Some(Kb::Small(x)) => col.push(Some(*x)),
+                None => col.push(None),
+                Some(other) => {
+                    col.push(None);
+                    self.patches.push((row, Patch::Kb(k, other.clone())));
+                }
+            }
+        }
+        match &e.gc_id {
+            Some(PyInt::Small(x)) => self.gc_id.push(Some(*x)),
+            None => self.gc_id.push(None),
+            Some(big) => {
+                self.gc_id.push(None);
+                self.patches.push((row, Patch::GcId(big.clone())));
+            }
+        }
+        self.source_line.push(e.source_line as i64);
+        match &e.wall {
+            Wall::Micros(us) => self.wall.push(Some(*us)),
+            Wall::None if !e.wall_from_start => self.wall.push(None),
+            w => {
+                self.wall.push(None);
+                self.patches.push((row, Patch::Wall(w.clone(), e.uptime_s, e.wall_from_start)));
+            }
+        }
+    }
+}

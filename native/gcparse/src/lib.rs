@@ -1,0 +1,26 @@
+//! brokerscope_gcparse: native core of brokerscope's GC log parser.  `collectors/gc` (Python)
+//! is the specification; this crate produces the same events and line accounting.
+
+pub mod columns;
+pub mod core;
+pub mod event;
+pub mod layout;
+pub mod legacy;
+pub mod legacy_fast;
+pub mod legacy_record;
+pub mod legacy_res;
+pub mod pyfns;
+pub mod pyuni;
+pub mod rx;
+pub mod ts;
+pub mod unified;
+pub mod unified_gc;
+pub mod vocab;
+
+#[cfg(feature = "python")]
+mod py;
+#[cfg(feature = "python")]
+mod py_columns;
+
+pub use crate::core::Parser;
+pub use crate::event::{Event, Stats};
