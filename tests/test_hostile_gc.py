@@ -130,7 +130,8 @@ def test_the_native_cores_byte_stream_has_the_text_streams_bounds(tmp_path):
     plain = tmp_path / "gc.log"
     plain.write_bytes(good_log(3) + long_line + b"\n" + good_log(2) + b"\r\n" + long_line)
     with open_log_bytes(plain) as fb, open_log(plain) as ft:
-        assert fb.read().decode().replace("\r", "") == "".join(ft)
+        # the same lines (the text stream ends a cut last line with a newline; for the core, end of file ends it)
+        assert fb.read().decode().replace("\r", "") == "".join(ft).rstrip("\n")
     blank = tmp_path / "blank.log.gz"
     blank.write_bytes(gzip.compress(good_log(1) + b"\n" * (MAX_BLANK_RUN + 5)))
     with pytest.raises(GcInputError, match="empty lines in a row"):
