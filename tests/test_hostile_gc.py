@@ -140,3 +140,16 @@ def test_the_native_cores_byte_stream_has_the_text_streams_bounds(tmp_path):
     cut.write_bytes(gzip.compress(good_log(2000))[:-4000])
     with open_log_bytes(cut) as fb:
         assert fb.read().startswith(good_log(10))
+
+
+def test_cr_only_line_ends_are_lines_on_both_streams(tmp_path):
+    """Old logs end lines with CR only (text mode's universal newlines read them as lines): the
+    bounded text stream splits them, and the byte stream does not glue them into one cut line."""
+    from collectors.gc.parser import open_log_bytes
+
+    log = tmp_path / "cr.log"
+    log.write_bytes(good_log(3000).replace(b"\n", b"\r"))
+    with open_log(log) as ft:
+        assert len(list(ft)) == 3000
+    with open_log_bytes(log) as fb:
+        assert fb.read() == good_log(3000).replace(b"\n", b"\r")  # > MAX_LINE_BYTES, nothing cut

@@ -11,6 +11,7 @@ damage is noted (`damage_of`) for the report instead of ending in a traceback.
 from __future__ import annotations
 
 import io
+import re
 import zlib
 from typing import IO, Iterator
 
@@ -21,6 +22,7 @@ MAX_RATIO = 200  # decompressed bytes per compressed byte, beyond any GC log's
 MIN_BUDGET_BYTES = 256 << 20  # ... but a small archive may always expand to this much
 MAX_BLANK_RUN = 100_000  # consecutive empty lines: a GC log has none to speak of
 CHUNK = 1 << 20
+_EOL = re.compile(rb"\r\n|\r|\n")  # universal newlines, as text mode reads them
 
 _damage: dict[str, str] = {}  # path → what went wrong reading it (the last read of that path)
 
@@ -70,16 +72,19 @@ class BoundedLines(io.TextIOBase):
         return bounded_chunks(self._raw, self._path, self._budget)
 
     def _split(self) -> Iterator[str]:
+        """Lines as the text mode's universal newlines split them (\\n, \\r\\n and a lone \\r: old
+        logs end lines with CR only), each within the bounds."""
         pending, blank, cut = b"", 0, False
         for chunk in self._chunks():
-            parts = (pending + chunk).split(b"\n")
+            data = pending + chunk
+            parts = _EOL.split(data)
             pending = parts.pop()
+            if data.endswith(b"\r") and parts:  # maybe half of a CRLF: the next chunk decides
+                pending = parts.pop() + b"\r"
             if cut and parts:  # the rest of an over-long line: skip to its end
                 parts.pop(0)
                 cut = False
             for part in parts:
-                if part.endswith(b"\r"):  # CRLF logs read as the text mode's universal newlines did
-                    part = part[:-1]
                 blank = blank + 1 if not part.strip() else 0
                 if blank > MAX_BLANK_RUN:
                     raise GcInputError(f"GC log {self._path}: more than {MAX_BLANK_RUN:,} empty lines in a row — "
@@ -91,6 +96,7 @@ class BoundedLines(io.TextIOBase):
                 pending, cut = b"", True
             elif cut:
                 pending = b""
+        pending = pending.removesuffix(b"\r")
         if pending and not cut:
             yield pending[:MAX_LINE_BYTES].decode("utf-8", errors="replace")
 
@@ -126,6 +132,7 @@ class BoundedBytes(io.RawIOBase):
         self._line = 0  # bytes of the current (unfinished) line passed on so far
         self._skipping = False  # inside the cut-off rest of an over-long line
         self._blank = 0  # empty lines in a row so far
+        self._last_cr = False  # the previous chunk ended with a CR (a CRLF may be split)
         self._buffer = b""
         _damage.pop(path, None)
 
@@ -133,12 +140,19 @@ class BoundedBytes(io.RawIOBase):
         return True
 
     def _bounded(self, chunk: bytes) -> bytes:
-        nl = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
+        byte = np.frombuffer(chunk, np.uint8)
+        nl = np.flatnonzero((byte == 10) | (byte == 13))  # CR ends a line too (old CR-only logs); CRLF: an empty one
         starts = np.concatenate(([0], nl + 1))
         ends = np.concatenate((nl, [len(chunk)]))
         lengths = ends - starts
         lengths[0] += self._line
-        self._check_blank_runs(lengths[: len(nl)] == 0)  # complete lines only
+        lf = byte[nl] == 10
+        crlf_gap = np.zeros(len(nl), dtype=bool)  # the empty "line" between the CR and LF of one CRLF
+        crlf_gap[1:] = (nl[1:] == nl[:-1] + 1) & lf[1:] & ~lf[:-1]
+        if len(nl) and nl[0] == 0 and lf[0] and self._last_cr:
+            crlf_gap[0] = True
+        self._last_cr = bool(len(chunk)) and chunk[-1:] == b"\r"
+        self._check_blank_runs((lengths[: len(nl)] == 0)[~crlf_gap])  # complete lines only
         if lengths.max() <= MAX_LINE_BYTES and not self._skipping:
             self._line = int(lengths[-1])
             return chunk
@@ -164,11 +178,11 @@ class BoundedBytes(io.RawIOBase):
         for k, (a, b) in enumerate(zip(starts, ends)):
             carry, skipping = (self._line, self._skipping) if k == 0 else (0, False)
             room = 0 if skipping else max(MAX_LINE_BYTES - carry, 0)
-            out.append(chunk[a:a + min(b - a, room)])
+            out.append(chunk[a:a + min(b - a, room)] + chunk[b:b + 1])  # the line, cut, and its own terminator
             if k == len(starts) - 1:  # the unfinished line goes on in the next chunk
                 self._skipping = skipping or b - a > room
                 self._line = carry + min(b - a, room)
-        return b"\n".join(out)
+        return b"".join(out)
 
     def readinto(self, b) -> int:
         while not self._buffer:
