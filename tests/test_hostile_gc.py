@@ -32,14 +32,16 @@ def gz_repeated(path: Path, piece: bytes, times: int) -> None:
             fh.write(member)
 
 
-# The child reports its own peak RSS: RUSAGE_CHILDREN is the largest of ALL children this test
-# process ever had (a JVM of an earlier test), so it cannot measure one command.
+# The child reports its own peak RSS as VmHWM (kept per address space, so exec starts it afresh):
+# RUSAGE_CHILDREN is the largest of ALL children this test process ever had, and a child's
+# ru_maxrss starts at the size of the (large) process that forked it — neither measures one command.
 _MEASURED = (
-    "import resource, runpy, sys\n"
+    "import re, runpy, sys\n"
     "try:\n"
     "    runpy.run_module('brokerscope', run_name='__main__', alter_sys=True)\n"
     "finally:\n"
-    "    sys.stderr.write(f'\\npeak_rss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
+    "    hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+    "    sys.stderr.write(f'\\npeak_rss_kib={hwm}\\n')\n"
 )
 
 
