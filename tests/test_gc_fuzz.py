@@ -387,13 +387,18 @@ def test_unicode(lines, inserts):
     check("".join(lines).splitlines(keepends=True))
 
 
+def cut_text(lines: list[str], cuts: list[int], newline: str) -> tuple[str, list[str]]:
+    """The lines joined with `newline`, and that text cut into pieces at `cuts` (modulo its length)."""
+    text = "".join(line.rstrip("\r\n") + newline for line in lines)
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    return text, [text[a:b] for a, b in zip(points, points[1:]) if b > a]
+
+
 @_fuzz(500)
 @given(excerpts(), st.lists(st.integers(0, 100_000), max_size=30), st.sampled_from(("\n", "\r\n", "\r")))
 def test_arbitrary_line_splits(lines, cuts, newline):
     """The text of an excerpt cut into pieces anywhere (partial lines, joined lines)."""
-    text = "".join(line.rstrip("\r\n") + newline for line in lines)
-    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    pieces = [text[a:b] for a, b in zip(points, points[1:]) if b > a]
+    text, pieces = cut_text(lines, cuts, newline)
     check(pieces, flush_at=frozenset(range(1, len(pieces) + 1, 7)))
 
 

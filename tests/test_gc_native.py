@@ -125,7 +125,7 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from tests.test_gc_fuzz import (  # noqa: E402
-    HUGE, ODD, _fuzz, excerpts, gc_text, mutated_excerpts, shuffled_decorators,
+    HUGE, ODD, _fuzz, cut_text, excerpts, gc_text, mutated_excerpts, shuffled_decorators,
 )
 
 
@@ -157,9 +157,7 @@ def test_fuzz_shuffled_decorators(lines):
 @given(excerpts(), st.lists(st.integers(0, 100_000), max_size=30), st.sampled_from(("\n", "\r\n", "\r")))
 def test_fuzz_arbitrary_line_splits(lines, cuts, newline):
     """Pieces of text cut anywhere, fed as lines; and the same text through feed_text."""
-    text = "".join(line.rstrip("\r\n") + newline for line in lines)
-    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    pieces = [text[a:b] for a, b in zip(points, points[1:]) if b > a]
+    text, pieces = cut_text(lines, cuts, newline)
     assert_same(pieces, flush_at=frozenset(range(1, len(pieces) + 1, 7)))
     # feed_text in those pieces == the Python parser on the text read as a file
     p = native.NativeGcLogParser()
