@@ -62,6 +62,7 @@ Shape: per-group / per-instance / per-series sequence logic in pandas and numpy 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
@@ -73,8 +74,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from analysis import runs as runs_module
-from analysis.runs import (contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id, true_runs,
-                           utc_ns)
+from analysis.runs import (contract_frame, count_between, fmt_ts, numbers, observed_certainty, run_bounds, seconds,
+                           stable_id, true_runs, unobserved_note, utc_ns)
 from analysis.silver import SILVER_JOB
 from analysis.watermark import Watermark, fingerprint, read_watermark
 from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
@@ -215,6 +216,21 @@ class LagRules:
         return cls(**{k: getattr(settings, k) for k in cls.__dataclass_fields__})
 
 
+@dataclass(frozen=True)
+class LagParams:
+    """The lag job's parameters (analysis/params.py builds them from `analysis.lag`; meanings there)."""
+
+    lag_threshold: float = 60.0
+    follower_lag_messages: float = 1000.0
+    replica_sync_grace: float = 60.0
+    window: int = 10
+    min_complete: float = 0.5
+    allowed_lag: float = 0.0
+    lookup_points: int = 60
+    max_extrapolation: float = 1.0
+    hole_s: float = math.inf  # no observation for longer than this is a hole (analysis.hole_tolerance)
+
+
 def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, rules: LagRules) -> pd.DataFrame:
     """replication_lag rows of ONE topic-partition series: its observations (any order) evaluated at
     every scrape of its instance (sorted `scrapes_ns`, `answered` or not) from its first observation
@@ -291,19 +307,19 @@ def instance_lag(obs: pd.DataFrame, health: pd.DataFrame, *, rules: LagRules) ->
 def finding_rows(code: str, severity: str, base: dict, ts: np.ndarray, flags: np.ndarray, values: np.ndarray, *,
                  unit: str, threshold: float | None, certainty: Callable[[int, int], str],
                  describe: Callable[[dict, int, int], tuple[str, str, str | None]],
-                 last_ts: np.ndarray | None = None) -> list[dict]:
+                 last_ts: np.ndarray | None = None, hole_s: float = math.inf) -> list[dict]:
     """One finding per run of `flags` over sorted observations (`ts`, and `last_ts` where an
     observation spans time); `certainty(s, e)` and `describe(row, s, e) → (message, advice, detail)`
-    get the run's first and last index."""
+    get the run's first and last index; a run across a hole (`hole_s`) is at most possible."""
     starts, ends = true_runs(flags)
-    bounds = run_bounds(ts, starts, ends, last_ts)
+    bounds = run_bounds(ts, starts, ends, last_ts, hole_s)
     out = []
     for k, (s, e) in enumerate(zip(starts, ends)):
         row = dict(base, code=code, severity=severity, unit=unit, threshold=threshold,
                    **{name: col[k] for name, col in bounds.items()})
         row["duration_s"] = seconds(row["end_ts"] - row["start_ts"])
         row["value_max"], row["value_last"] = np.nanmax(values[s : e + 1]), values[e]
-        row["certainty"] = certainty(s, e)
+        row["certainty"] = observed_certainty(certainty(s, e), row["unobserved_s"])
         row["message"], row["advice"], row["detail"] = describe(row, s, e)
         row["finding_id"] = stable_id(code, *(base.get(k) for k in ("group_name", *SERIES_KEY)), row["start_ts"])
         out.append(row)
@@ -312,7 +328,7 @@ def finding_rows(code: str, severity: str, base: dict, ts: np.ndarray, flags: np
 
 def _span(row: dict) -> str:
     still = " (still so at the last scrape)" if row["is_open"] else ""
-    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}{still}"
+    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}{still}{unobserved_note(row['unobserved_s'])}"
 
 
 # --- Kafka cluster health over aligned rounds -------------------------------------------------------------
@@ -404,7 +420,8 @@ CLUSTER_RULES = (
 )
 
 
-def group_cluster_findings(state: pd.DataFrame, isr: pd.DataFrame, *, follower_lag_messages: float) -> pd.DataFrame:
+def group_cluster_findings(state: pd.DataFrame, isr: pd.DataFrame, *, follower_lag_messages: float,
+                           hole_s: float = math.inf) -> pd.DataFrame:
     """Kafka cluster findings of ONE group from its broker_state and `isr` rows."""
     if isr.empty or state.empty:
         return contract_frame([], REPLICATION_FINDINGS)
@@ -443,7 +460,7 @@ def group_cluster_findings(state: pd.DataFrame, isr: pd.DataFrame, *, follower_l
         flags = rule.holds(np.nan_to_num(values, nan=-1), follower_lag_messages)  # no broker answered: unknown, never a hit
         threshold = follower_lag_messages if rule.code == "follower-lag" else None
         out += finding_rows(rule.code, rule.severity, base, first_ts, flags, values, unit=rule.unit, threshold=threshold,
-                            certainty=certainty, describe=describe, last_ts=last_ts)
+                            certainty=certainty, describe=describe, last_ts=last_ts, hole_s=hole_s)
     return contract_frame(out, REPLICATION_FINDINGS)
 
 
@@ -470,7 +487,7 @@ def series_name(row) -> str:
     return f"{row['flow']} {row['topic'] or ''}-{partition}{clusters}" + (f" [{row['client']}]" if row["client"] else "")
 
 
-def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float) -> pd.DataFrame:
+def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float = math.inf) -> pd.DataFrame:
     """replication-lag and consumer-<status> findings of ONE series from its replication_lag rows."""
     lag = lag.sort_values("ts", kind="stable").reset_index(drop=True)
     first = lag.iloc[0]
@@ -485,7 +502,7 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float) -> pd.DataFram
     methods = lag["lag_s_method"].to_numpy()
     out += finding_rows(
         "replication-lag", "warn", base, ts, np.nan_to_num(lag_s) > lag_threshold_s, lag_s, unit="s", threshold=lag_threshold_s,
-        certainty=lambda s, e: "possible" if (methods[s : e + 1] == "extrapolated").any() else "certain",
+        certainty=lambda s, e: "possible" if (methods[s : e + 1] == "extrapolated").any() else "certain", hole_s=hole_s,
         describe=lambda row, s, e: (f"{name}: lag reached {row['value_max']:.1f} s (over {lag_threshold_s:.0f} s) {_span(row)}",
                                     LAG_ADVICE, None))
     status = lag["status"].fillna(OK).to_numpy()
@@ -494,7 +511,7 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float) -> pd.DataFram
         what, advice = STATUS_ADVICE[code]
         out += finding_rows(
             f"consumer-{code.lower()}", "warn" if code == WARN else "error", base, ts, status == code, lags,
-            unit="messages", threshold=None,
+            unit="messages", threshold=None, hole_s=hole_s,
             certainty=lambda s, e, code=code: "certain" if code == STOP or observed[s : e + 1].all() else "possible",
             describe=lambda row, s, e, what=what, advice=advice: (
                 f"{name}: {what}, lag {row['value_last']:.0f} messages {_span(row)}", advice, None))
@@ -504,7 +521,8 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float) -> pd.DataFram
 # --- Artemis replica sync -------------------------------------------------------------------------------------
 
 
-def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: float) -> pd.DataFrame:
+def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: float,
+                      hole_s: float = math.inf) -> pd.DataFrame:
     """replica-sync-gap findings of ONE live instance from its artemis-replica rows."""
     if replica.empty:
         return contract_frame([], REPLICATION_FINDINGS)
@@ -535,20 +553,21 @@ def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: fl
         return "certain" if count_between(missed, ts[s : s + 1], ts[e : e + 1])[0] == 0 else "possible"
 
     return contract_frame(finding_rows("replica-sync-gap", "error", base, ts, long_enough, elapsed, unit="s", threshold=grace_s,
-                                       certainty=certainty, describe=describe), REPLICATION_FINDINGS)
+                                       certainty=certainty, describe=describe, hole_s=hole_s), REPLICATION_FINDINGS)
 
 
 # --- per group: Kafka cluster health and Artemis replica sync ------------------------------------------------
 
 
-def group_findings(state: pd.DataFrame, repl: pd.DataFrame, *, follower_lag_messages: float, grace_s: float) -> pd.DataFrame:
+def group_findings(state: pd.DataFrame, repl: pd.DataFrame, *, follower_lag_messages: float, grace_s: float,
+                   hole_s: float = math.inf) -> pd.DataFrame:
     """Findings of ONE group from its broker_state rows and its `isr` / `artemis-replica` rows."""
     parts = [contract_frame([], REPLICATION_FINDINGS)]
     if (state["kind"] == "kafka").any():
         parts.append(group_cluster_findings(state[state["kind"] == "kafka"], repl[repl["flow"] == "isr"],
-                                            follower_lag_messages=follower_lag_messages))
+                                            follower_lag_messages=follower_lag_messages, hole_s=hole_s))
     for instance, rows in repl[repl["flow"] == "artemis-replica"].groupby("instance"):
-        parts.append(replica_sync_gaps(rows, state[state["instance"] == instance], grace_s=grace_s))
+        parts.append(replica_sync_gaps(rows, state[state["instance"] == instance], grace_s=grace_s, hole_s=hole_s))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -569,19 +588,20 @@ def replication_lag(repl: DataFrame, health: DataFrame, rules: LagRules) -> Data
     )
 
 
-def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float, grace_s: float) -> DataFrame:
+def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float, grace_s: float,
+                    hole_s: float = math.inf) -> DataFrame:
     facts = repl.where(F.col("flow").isin("isr", "artemis-replica")).select(*_GROUP_COLUMNS)
     return (
         state.select("ts", "kind", "group_name", "instance", "reachable").groupBy("group_name")
         .cogroup(facts.groupBy("group_name"))
-        .applyInPandas(partial(group_findings, follower_lag_messages=follower_lag_messages, grace_s=grace_s),
+        .applyInPandas(partial(group_findings, follower_lag_messages=follower_lag_messages, grace_s=grace_s, hole_s=hole_s),
                        REPLICATION_FINDINGS.spark_schema())
     )
 
 
-def lag_findings(lag: DataFrame, *, lag_threshold_s: float) -> DataFrame:
+def lag_findings(lag: DataFrame, *, lag_threshold_s: float, hole_s: float = math.inf) -> DataFrame:
     def per_series(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
-        return series_findings(pdf, lag_threshold_s=lag_threshold_s)
+        return series_findings(pdf, lag_threshold_s=lag_threshold_s, hole_s=hole_s)
 
     return lag.groupBy(*SERIES_KEY).applyInPandas(per_series, REPLICATION_FINDINGS.spark_schema())
 
@@ -590,8 +610,8 @@ LAG_JOB = "lag"
 LAG_TABLES = ("replication_lag", "replication_findings")
 
 
-def run_lag(slh, rules, progress=None, full: bool = False) -> dict[str, int]:
-    """`rules`: the config's `analysis.lag` section. Skips the work when silver holds nothing new
+def run_lag(slh, rules: LagParams, progress=None, full: bool = False) -> dict[str, int]:
+    """Replication lag and findings from silver. Skips the work when silver holds nothing new
     since the last run (its watermark: the bronze version the silver tables reflect) unless `full`;
     otherwise recomputes both tables whole — lag in time integrates throughput from each series'
     first observation and Kafka's scrape rounds are fitted to a group's whole history, so a partial
@@ -610,7 +630,7 @@ def run_lag(slh, rules, progress=None, full: bool = False) -> dict[str, int]:
     counts = {"replication_lag": slh.write("replication_lag", series, commit_info=info)}
     say("gold replication_findings")
     findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=rules.follower_lag_messages,
-                               grace_s=rules.replica_sync_grace).unionByName(
-        lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold))
+                               grace_s=rules.replica_sync_grace, hole_s=rules.hole_s).unionByName(
+        lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold, hole_s=rules.hole_s))
     counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
     return counts

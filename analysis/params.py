@@ -13,20 +13,22 @@ from dataclasses import dataclass
 from analysis.causes import CauseParams
 from analysis.gc import GcParams, TargetRules
 from analysis.incidents import IncidentParams
+from analysis.lag import LagParams
 from analysis.risk import RiskParams
 from analysis.spine import SpineParams
+from analysis.stuck import StuckParams
 from analysis.zookeeper import ZkParams
 from collectors.gc.analysis import Thresholds
 from collectors.zookeeper import ensemble_of
-from settings import Config, LagSettings, StuckSettings
+from settings import Config
 
 
 @dataclass(frozen=True)
 class AnalysisParams:
     spine: SpineParams
     gc: GcParams
-    stuck: StuckSettings
-    lag: LagSettings
+    stuck: StuckParams
+    lag: LagParams
     zookeeper: ZkParams
     risk: RiskParams
     causes: CauseParams
@@ -61,7 +63,16 @@ def risk_params(cfg: Config) -> RiskParams:
         scrape_interval_s=cfg.scrape_interval,
         ha={t.name: t.ha.model_dump(exclude_none=True) for t in cfg.targets if t.ha},
         timeouts_ms={t.name: {k: cfg.gc_thresholds(t)[k] for k in ("connection_ttl_ms", "zk_session_ms")} for t in cfg.targets},
+        hole_s=cfg.hole_tolerance(),
     )
+
+
+def stuck_params(cfg: Config) -> StuckParams:
+    return StuckParams(**cfg.analysis.stuck.model_dump(), hole_s=cfg.hole_tolerance())
+
+
+def lag_params(cfg: Config) -> LagParams:
+    return LagParams(**cfg.analysis.lag.model_dump(), hole_s=cfg.hole_tolerance())
 
 
 def cause_params(cfg: Config) -> CauseParams:
@@ -75,7 +86,7 @@ def incident_params(cfg: Config) -> IncidentParams:
 
 def analysis_params(cfg: Config) -> AnalysisParams:
     return AnalysisParams(
-        spine=spine_params(cfg), gc=gc_params(cfg), stuck=cfg.analysis.stuck, lag=cfg.analysis.lag,
+        spine=spine_params(cfg), gc=gc_params(cfg), stuck=stuck_params(cfg), lag=lag_params(cfg),
         zookeeper=zookeeper_params(cfg), risk=risk_params(cfg), causes=cause_params(cfg),
         incidents=incident_params(cfg), has_zookeeper_targets=any(t.kind == "zookeeper" for t in cfg.targets),
     )

@@ -41,6 +41,7 @@ table on every run (overwrite: reruns and `--full` give the same rows).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +49,8 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis.runs import contract_frame, fmt_ts, run_bounds, seconds, stable_id, true_runs, utc_ns
+from analysis.runs import (contract_frame, fmt_ts, observed_certainty, run_bounds, seconds, stable_id, true_runs,
+                           unobserved_note, utc_ns)
 from lakehouse.tables import RISK_FINDINGS
 
 HA_KINDS = ("activemq", "artemis")  # exclusive live/backup kinds a backup can protect
@@ -69,6 +71,7 @@ class RiskParams:
     scrape_interval_s: float = 5.0
     ha: dict[str, dict] = field(default_factory=dict)  # target → its `ha:` settings (unset keys absent)
     timeouts_ms: dict[str, dict] = field(default_factory=dict)  # target → connection_ttl_ms, zk_session_ms
+    hole_s: float = math.inf  # no observation for longer than this is a hole (analysis.hole_tolerance)
 
     @property
     def standby_max_age(self) -> np.timedelta64:
@@ -96,7 +99,7 @@ def _secs(s: float) -> str:
 
 def _span(row: dict) -> str:
     still = " (still so at the last scrape)" if row["is_open"] else ""
-    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}{still}"
+    return f"from {fmt_ts(row['start_ts'])} to {fmt_ts(row['end_ts'])}{still}{unobserved_note(row.get('unobserved_s') or 0)}"
 
 
 # --- per group, from broker_state ------------------------------------------------------------------------
@@ -141,14 +144,15 @@ def unprotected_live(state: pd.DataFrame, params: RiskParams) -> list[dict]:
             notes[other_name] = _other_state(other, at)
         active = (rows["active"].astype("boolean") == True).fillna(False).to_numpy(dtype=bool)  # noqa: E712
         starts, ends = true_runs(active & ~protected)
-        bounds = run_bounds(ts, starts, ends)
+        bounds = run_bounds(ts, starts, ends, hole_s=params.hole_s)
         for k, (s, e) in enumerate(zip(starts, ends)):
             duration = seconds(ts[e] - ts[s])
             if e == s or duration < params.unprotected_grace_s:  # never from one sample
                 continue
             first = rows.iloc[s]
             alone = not notes
-            certainty = "possible" if alone or unseen[s : e + 1].any() else "certain"
+            certainty = observed_certainty("possible" if alone or unseen[s : e + 1].any() else "certain",
+                                           bounds["unobserved_s"][k])
             why = ("no other instance of the group is monitored" if alone
                    else "; ".join(f"{o} {text(s, e)}" for o, text in notes.items()))
             row = _finding(
@@ -200,13 +204,13 @@ def stale_backups(state: pd.DataFrame, params: RiskParams) -> list[dict]:
         fresh = (at >= 0) & (ts - live_ts[np.maximum(at, 0)] <= params.standby_max_age)
         theirs = np.where(fresh, live_seq[np.maximum(at, 0)], np.nan)
         starts, ends = true_runs(own < theirs)
-        bounds = run_bounds(ts, starts, ends)
+        bounds = run_bounds(ts, starts, ends, hole_s=params.hole_s)
         for k, (s, e) in enumerate(zip(starts, ends)):
             duration = seconds(ts[e] - ts[s])
             if e == s or duration < params.stale_backup_grace_s:
                 continue
             first = rows.iloc[s]
-            row = _finding("stale-backup", "warn", "certain", "artemis", first["group_name"], instance,
+            row = _finding("stale-backup", "warn", observed_certainty("certain", bounds["unobserved_s"][k]), "artemis", first["group_name"], instance,
                            {name: col[k] for name, col in bounds.items()}, theirs[e] - own[e], 0.0, "count",
                            f"ActivationSequence backup {own[e]:.0f}, live {theirs[e]:.0f}", "", "")
             row["message"] = (f"backup {instance} of {first['group_name']} has activation sequence {own[e]:.0f}, behind "

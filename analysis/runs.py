@@ -10,6 +10,7 @@ the bounds. Shared by the stuck-message, lag, risk and incident jobs; numpy only
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import datetime
 
 import numpy as np
@@ -47,19 +48,38 @@ def true_runs(flags) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_bounds(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-               last_ts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+               last_ts: np.ndarray | None = None, hole_s: float = math.inf) -> dict[str, np.ndarray]:
     """The bounds of runs over sorted observations. An observation may span time (a scrape round of
-    several brokers): `ts` is its first moment, `last_ts` its last (default: the same)."""
+    several brokers): `ts` is its first moment, `last_ts` its last (default: the same).
+
+    `hole_s`: a stretch of more than this between two observations is a hole (nothing was seen, so
+    the state there is unknown — frames.hole_before for the role intervals): a run goes on across
+    it, but counts it in `unobserved_s`; `observed_certainty` then allows at most `possible`."""
     last_ts = ts if last_ts is None else last_ts
     n = len(ts)
     before, after = starts - 1, ends + 1
+    gap = seconds(ts[1:] - last_ts[:-1]) if n > 1 else np.zeros(0)
+    in_holes = np.concatenate(([0.0], np.cumsum(np.where(gap > hole_s, gap, 0.0))))  # seconds up to each observation
     return {
         "start_ts": ts[starts],
         "start_lower": np.where(before >= 0, last_ts[np.clip(before, 0, max(n - 1, 0))], NAT),
         "end_ts": last_ts[ends],
         "end_upper": np.where(after < n, ts[np.clip(after, 0, max(n - 1, 0))], NAT),
         "is_open": after >= n,
+        "unobserved_s": in_holes[ends] - in_holes[starts] if n else np.zeros(0),
     }
+
+
+def observed_certainty(certainty, unobserved_s):
+    """A finding's certainty where part of it lay in holes: at most `possible` — what was not
+    observed is unknown, and certainty only goes down (scalar or array)."""
+    lowered = np.where(np.asarray(unobserved_s, dtype="float64") > 0, "possible", certainty)
+    return lowered if lowered.ndim else str(lowered)
+
+
+def unobserved_note(unobserved_s) -> str:
+    """Words for a finding's holes, to append to its span: empty when it was observed throughout."""
+    return f", {float(unobserved_s):.0f} s of it unobserved (a hole in the observations)" if unobserved_s > 0 else ""
 
 
 def count_between(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

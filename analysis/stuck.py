@@ -43,6 +43,8 @@ failover events (a small gold table) travel to it as pandas. `run_stuck` reads, 
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -52,8 +54,8 @@ from pyspark.sql import functions as F
 
 from analysis import runs as runs_module
 from analysis.groups import nonexclusive_kinds
-from analysis.runs import (NAT, contract_frame, count_between, fmt_ts, numbers, run_bounds, seconds, stable_id,
-                           true_runs, utc_ns)
+from analysis.runs import (NAT, contract_frame, count_between, fmt_ts, numbers, observed_certainty, run_bounds, seconds,
+                           stable_id, true_runs, unobserved_note, utc_ns)
 from analysis.watermark import Watermark, appended_since, fingerprint, pinned_read
 from lakehouse.tables import STUCK_MESSAGES
 
@@ -132,7 +134,7 @@ def idle_observations(series: pd.DataFrame) -> np.ndarray:
 
 
 def stuck_runs(series: pd.DataFrame, flags: np.ndarray, counts: np.ndarray, unanswered: np.ndarray, threshold_s: float,
-               age_is_evidence: bool) -> pd.DataFrame:
+               age_is_evidence: bool, hole_s: float = math.inf) -> pd.DataFrame:
     """Runs of `flags` in one destination series (sorted by ts) that lasted the threshold, with the
     `counts` they concern (messages held, or held by prepared transactions).
 
@@ -140,7 +142,7 @@ def stuck_runs(series: pd.DataFrame, flags: np.ndarray, counts: np.ndarray, unan
     `age_is_evidence`, the oldest-message age, where reported and rising, stretches a run to the
     head message's wait."""
     starts, ends = true_runs(flags)
-    runs = pd.DataFrame(run_bounds(utc_ns(series["ts"]), starts, ends))
+    runs = pd.DataFrame(run_bounds(utc_ns(series["ts"]), starts, ends, hole_s=hole_s))
     runs["duration_s"] = seconds(runs["end_ts"].to_numpy() - runs["start_ts"].to_numpy())
     age = numbers(series["oldest_message_age_ms"])
     age_start, age_end = age[starts], age[ends]
@@ -148,7 +150,9 @@ def stuck_runs(series: pd.DataFrame, flags: np.ndarray, counts: np.ndarray, unan
     runs["stuck_for_s"] = np.fmax(runs["duration_s"], np.where(rising, age_end / 1000.0, np.nan))
     head_stayed = rising & ((age_end - age_start) / 1000.0 >= HEAD_STAYED_RATIO * runs["duration_s"].to_numpy())
     missed = count_between(unanswered, runs["start_ts"].to_numpy(), runs["end_ts"].to_numpy())
-    runs["certainty"] = np.where((missed == 0) | head_stayed, "certain", "possible")
+    # a rising age of the same head message is evidence across missed scrapes and holes alike
+    observed = observed_certainty(np.where(missed == 0, "certain", "possible"), runs["unobserved_s"].to_numpy())
+    runs["certainty"] = np.where(head_stayed, "certain", observed)
     instances = series["instance"].to_numpy()
     runs["instance"] = instances[ends]
     runs["instances"] = [",".join(sorted(set(instances[s : e + 1]))) for s, e in zip(starts, ends)]
@@ -182,7 +186,7 @@ def _secs_text(s: float) -> str:
 
 
 def _span(run) -> str:
-    return f"{fmt_ts(run['start_ts'])} → {fmt_ts(run['end_ts'])}"
+    return f"{fmt_ts(run['start_ts'])} → {fmt_ts(run['end_ts'])}{unobserved_note(run.get('unobserved_s', 0))}"
 
 
 def _finding(code: str, severity: str, dest_row: pd.Series, run, threshold_s: float | None, message: str,
@@ -198,7 +202,7 @@ def _finding(code: str, severity: str, dest_row: pd.Series, run, threshold_s: fl
         "advice": advice,
         **{k: dest_row[k] for k in ("kind", "group_name", "destination", "logical_destination", "destination_type")},
     }
-    for col in ("certainty", "instance", "start_ts", "start_lower", "end_ts", "end_upper", "is_open", "duration_s",
+    for col in ("certainty", "instance", "start_ts", "start_lower", "end_ts", "end_upper", "is_open", "duration_s", "unobserved_s",
                 "stuck_for_s", "messages", "messages_max", "oldest_message_age_ms", "instances"):
         if col in run:
             row[col] = run[col]
@@ -206,11 +210,11 @@ def _finding(code: str, severity: str, dest_row: pd.Series, run, threshold_s: fl
 
 
 def idle_findings(series: pd.DataFrame, dest: pd.DataFrame, unanswered: np.ndarray, threshold_s: float,
-                  member_kind: bool) -> list[dict]:
+                  member_kind: bool, hole_s: float = math.inf) -> list[dict]:
     """stranded-member / no-consumers findings of one destination series."""
     first = series.iloc[0]
     runs = stuck_runs(series, idle_observations(series), numbers(series["messages"]), unanswered, threshold_s,
-                      age_is_evidence=True)
+                      age_is_evidence=True, hole_s=hole_s)
     out = []
     for _, run in runs.iterrows():
         siblings = []
@@ -236,19 +240,21 @@ def idle_findings(series: pd.DataFrame, dest: pd.DataFrame, unanswered: np.ndarr
     return out
 
 
-def prepared_findings(series: pd.DataFrame, unanswered: np.ndarray, threshold_s: float) -> list[dict]:
+def prepared_findings(series: pd.DataFrame, unanswered: np.ndarray, threshold_s: float,
+                      hole_s: float = math.inf) -> list[dict]:
     """prepared-transaction findings of one destination series (the head's age is not theirs)."""
     first = series.iloc[0]
     prepared = numbers(series["prepared_tx_messages"])
     out = []
-    for _, run in stuck_runs(series, prepared > 0, prepared, unanswered, threshold_s, age_is_evidence=False).iterrows():
+    runs = stuck_runs(series, prepared > 0, prepared, unanswered, threshold_s, age_is_evidence=False, hole_s=hole_s)
+    for _, run in runs.iterrows():
         message = (f"{run['messages']:.0f} messages on {first['destination']} ({run['instance']}) have been held by "
                    f"prepared transactions for {_secs_text(run['duration_s'])} ({_span(run)})")
         out.append(_finding("prepared-transaction", "warn", first, run, threshold_s, message, ADVICE["prepared-transaction"]))
     return out
 
 
-def unreachable_members(dest: pd.DataFrame, state: pd.DataFrame) -> list[dict]:
+def unreachable_members(dest: pd.DataFrame, state: pd.DataFrame, hole_s: float = math.inf) -> list[dict]:
     """Members seen holding messages at their server's last serving observation, then unavailable."""
     out = []
     dest_ts = utc_ns(dest["ts"])
@@ -262,8 +268,9 @@ def unreachable_members(dest: pd.DataFrame, state: pd.DataFrame) -> list[dict]:
             positive = shown_not_serving[s : e + 1].any()
             if s == 0 or (e == s and not positive):
                 continue  # nothing seen before it, or one missed scrape: indeterminate
-            run = {k: v[0] for k, v in run_bounds(ts, np.array([s]), np.array([e])).items()}
-            run |= {"instance": instance, "instances": instance, "certainty": "certain" if positive else "possible",
+            run = {k: v[0] for k, v in run_bounds(ts, np.array([s]), np.array([e]), hole_s=hole_s).items()}
+            run |= {"instance": instance, "instances": instance,
+                    "certainty": observed_certainty("certain" if positive else "possible", run["unobserved_s"]),
                     "duration_s": seconds(run["end_ts"] - run["start_ts"])}
             run["stuck_for_s"] = run["duration_s"]
             until = f"until {fmt_ts(run['end_upper'])}" if not pd.isna(run["end_upper"]) else "and has not returned yet"
@@ -333,7 +340,8 @@ def replay_findings(dest: pd.DataFrame, events: pd.DataFrame) -> list[dict]:
 
 
 def group_stuck(dest: pd.DataFrame, state: pd.DataFrame, *, threshold_s: float, forward_delays: dict[str, float],
-                member_kinds: list[str], events: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+                member_kinds: list[str], events: dict[str, pd.DataFrame] | None = None,
+                hole_s: float = math.inf) -> pd.DataFrame:
     """Stuck-message findings of ONE group from its destination_stats and broker_state rows
     (`events`: failover_events of the replay kinds by group)."""
     if dest.empty:
@@ -351,10 +359,10 @@ def group_stuck(dest: pd.DataFrame, state: pd.DataFrame, *, threshold_s: float, 
         series = series.reset_index(drop=True)
         missed = missed_by_instance.get(series["instance"].iloc[0], no_misses) if member_kind else missed_in_group
         threshold = float(forward_delays.get(series["logical_destination"].iloc[0], threshold_s))
-        findings += idle_findings(series, dest, missed, threshold, member_kind)
-        findings += prepared_findings(series, missed, threshold)
+        findings += idle_findings(series, dest, missed, threshold, member_kind, hole_s)
+        findings += prepared_findings(series, missed, threshold, hole_s)
     if member_kind:
-        findings += unreachable_members(dest, state)
+        findings += unreachable_members(dest, state, hole_s)
     group_events = (events or {}).get(dest["group_name"].iloc[0])
     if group_events is not None:
         findings += replay_findings(dest, group_events)
@@ -364,12 +372,21 @@ def group_stuck(dest: pd.DataFrame, state: pd.DataFrame, *, threshold_s: float, 
 # --- the job -----------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class StuckParams:
+    """The stuck-message job's parameters (analysis/params.py builds them from `analysis.stuck`)."""
+
+    threshold: float = 60.0  # held with no consumer and no delivery for at least this long (s)
+    forward_delays: dict[str, float] = field(default_factory=dict)  # logical destination → its threshold (s)
+    hole_s: float = math.inf  # no observation for longer than this is a hole (analysis.hole_tolerance)
+
+
 def stuck_messages(dest: DataFrame, state: DataFrame, failovers: pd.DataFrame, *, threshold_s: float,
-                   forward_delays: dict[str, float] | None = None) -> DataFrame:
+                   forward_delays: dict[str, float] | None = None, hole_s: float = math.inf) -> DataFrame:
     """`failovers`: failover_events of the replay kinds, as pandas (small: one row per failover)."""
     events = dict(tuple(failovers.groupby("group_name"))) if len(failovers) else {}
     per_group = partial(group_stuck, threshold_s=threshold_s, forward_delays=dict(forward_delays or {}),
-                        member_kinds=nonexclusive_kinds(), events=events)
+                        member_kinds=nonexclusive_kinds(), events=events, hole_s=hole_s)
     return (
         dest.select(*DEST_COLUMNS).groupBy("group_name")
         .cogroup(state.select(*STATE_COLUMNS).groupBy("group_name"))
@@ -380,11 +397,11 @@ def stuck_messages(dest: DataFrame, state: DataFrame, failovers: pd.DataFrame, *
 STUCK_JOB = "stuck"
 
 
-def run_stuck(slh, rules, progress=None, full: bool = False) -> dict[str, int]:
-    """`rules`: the config's `analysis.stuck` section (threshold, forward_delays). Incremental from
+def run_stuck(slh, rules: StuckParams, progress=None, full: bool = False) -> dict[str, int]:
+    """Stuck messages from silver. Incremental from
     the job's watermark (broker_state's version) unless `full`; both give the same table."""
     say = progress or (lambda m: None)
-    fp = fingerprint(STUCK_JOB, rules.threshold, sorted(rules.forward_delays.items()), nonexclusive_kinds(),
+    fp = fingerprint(STUCK_JOB, rules.threshold, sorted(rules.forward_delays.items()), rules.hole_s, nonexclusive_kinds(),
                      sources=[__file__, runs_module.__file__])
     failovers = (slh.read("failover_events").where(F.col("kind").isin(list(REPLAY_KINDS)))
                  .select(*EVENT_COLUMNS).toPandas())
@@ -400,7 +417,7 @@ def run_stuck(slh, rules, progress=None, full: bool = False) -> dict[str, int]:
     say("gold stuck_messages (full)")
     state, version = pinned_read(slh, "broker_state", STATE_COLUMNS)
     df = stuck_messages(slh.read("destination_stats"), state, failovers,
-                        threshold_s=rules.threshold, forward_delays=rules.forward_delays)
+                        threshold_s=rules.threshold, forward_delays=rules.forward_delays, hole_s=rules.hole_s)
     return {"stuck_messages": slh.write("stuck_messages", df, commit_info=Watermark(STUCK_JOB, version, fp).commit_info())}
 
 
@@ -447,7 +464,7 @@ def stuck_increment(slh, appended, failovers: pd.DataFrame, rules, mark, say) ->
     events = failovers[[pd.Timestamp(t) >= resume[g] if g in resume else False
                         for g, t in zip(failovers["group_name"], failovers["new_first_active"])]]
     fresh = (stuck_messages(dest.select(*DEST_COLUMNS), state.select(*STATE_COLUMNS), events, threshold_s=rules.threshold,
-                            forward_delays=rules.forward_delays)
+                            forward_delays=rules.forward_delays, hole_s=rules.hole_s)
              .join(cut, "group_name").where(F.col("start_ts") >= F.col("resume")).select(*STUCK_MESSAGES.column_names))
     kept = spark.createDataFrame(contract_frame(kept_findings(stored, resume, failovers), STUCK_MESSAGES), STUCK_MESSAGES.spark_schema())
     say(f"gold stuck_messages (incremental: broker_state up to version {mark.input_version}, {len(plan)} groups with new rows)")

@@ -524,25 +524,35 @@ def claim_findings(c: pd.DataFrame, ens: str, nid: str, claim_grace_s: float) ->
 
 
 def lease_events(c: pd.DataFrame, ens: str, nid: str) -> list[dict]:
-    """The holder's lease vanished, or another session holds the lock now (a handover)."""
+    """The holder's lease vanished, or another session holds the lock now (a handover). A handover
+    is told whether or not a snapshot caught the lock free in between (the old holder released
+    it, then the new one acquired it: on a loaded host, or with slow scrapes, the free moment
+    is often seen) — then it spans from the old holder's last snapshot to the new one's first."""
     out = []
     holders = [_nullable(h) for h in c["holder_session"]]
+    ts = c["ts"]
+    last, last_at = None, -1  # the last holder seen, and its last snapshot
     for i in range(1, len(c)):
         old, new = holders[i - 1], holders[i]
-        if old is None or new == old:
-            continue
-        between = f"between {_hms(c['ts'].iloc[i - 1])} and {_hms(c['ts'].iloc[i])}"
-        if new is None:
-            code, sev = "zk.lease-vanished", "warn"
-            text = (f"NodeID {nid}: the lease of session {old} vanished {between}: its holder released the lock "
-                    "or its ZooKeeper session expired")
-            advice = "if the holder did not stop on purpose, look for a pause (GC) or a network cut on its host"
-        else:
-            code, sev = "zk.lock-handover", "info"
-            text = f"NodeID {nid}: primary lock handed over from session {old} to {new} {between}"
-            advice = "a handover is a failover (or failback) of the primary role; see the brokers' timeline"
-        out.append(finding(code, sev, nid, c["ts"].iloc[i - 1], c["ts"].iloc[i], 2, text, advice,
-                           ensemble=ens, node_id=nid, instance=old))
+        if old is not None:
+            last, last_at = old, i - 1
+        if new is None and old is not None:
+            out.append(finding(
+                "zk.lease-vanished", "warn", nid, ts.iloc[i - 1], ts.iloc[i], 2,
+                f"NodeID {nid}: the lease of session {old} vanished between {_hms(ts.iloc[i - 1])} and "
+                f"{_hms(ts.iloc[i])}: its holder released the lock or its ZooKeeper session expired",
+                "if the holder did not stop on purpose, look for a pause (GC) or a network cut on its host",
+                ensemble=ens, node_id=nid, instance=old))
+        elif new is not None and last is not None and new != last:
+            free = "" if old is not None else (f"; the lock was seen free from {_hms(ts.iloc[last_at + 1])} to "
+                                               f"{_hms(ts.iloc[i - 1])}")
+            out.append(finding(
+                "zk.lock-handover", "info", nid, ts.iloc[last_at], ts.iloc[i], i - last_at + 1,
+                f"NodeID {nid}: primary lock handed over from session {last} to {new} between "
+                f"{_hms(ts.iloc[last_at])} and {_hms(ts.iloc[i])}{free}",
+                "a handover is a failover (or failback) of the primary role; see the brokers' timeline",
+                ensemble=ens, node_id=nid, instance=last))
+            last, last_at = new, i
     return out
 
 

@@ -827,7 +827,8 @@ ZK_FINDINGS = TableContract(
 _BOUNDS_DOC = (
     "Bounds as for role_intervals: the condition was seen from `start_ts` to `end_ts`; it began after "
     "`start_lower` and ended before `end_upper` (null: not observed — it held from the first "
-    "observation, or still holds at the last one, `is_open`)."
+    "observation, or still holds at the last one, `is_open`). A run goes on across a hole in the "
+    "observations but counts it in `unobserved_s`, and is then at most `possible`."
 )
 
 
@@ -839,6 +840,9 @@ def _bounds_columns() -> tuple[Column, ...]:
         _c("end_upper", TS, "first observation after end_ts that did not show it; null while it lasts"),
         _c("is_open", pa.bool_(), "still so at the last observation", False),
         _c("duration_s", pa.float64(), "end_ts − start_ts in seconds (observed length)", False),
+        _c("unobserved_s", pa.float64(), "seconds between start_ts and end_ts inside holes (no observation for "
+           "longer than analysis.hole_tolerance): the condition there is unknown, so certainty is at most "
+           "`possible`; null: not measured"),
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from analysis.lag import LAG_TABLES, run_lag
-from analysis.params import analysis_params, spine_params
+from analysis.params import analysis_params, lag_params, spine_params, stuck_params
 from analysis.runner import analyze, run_findings
 from analysis.spine import run_spine
 from analysis.stuck import run_stuck
@@ -32,7 +32,7 @@ def weblogic() -> tuple[dict, list[str]]:
 def spine_and_stuck(cfg, spark, said: list[str], full: bool = False) -> None:
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
     run_spine(slh, spine_params(cfg), progress=said.append, full=full)
-    run_stuck(slh, cfg.analysis.stuck, progress=said.append, full=full)
+    run_stuck(slh, stuck_params(cfg), progress=said.append, full=full)
 
 
 def in_parts(cfg, lines: list[str], cuts: list[int], workdir: Path, step) -> None:
@@ -127,5 +127,5 @@ def test_gold_jobs_rerun_when_an_input_changed(analysed_kill_master, tmp_path, s
     assert "gold risk_findings" in said and "gold incidents, incident_evidence" in said
     assert slh.lakehouse.count("incidents") == 0  # no failover left to tell
     said.clear()
-    run_lag(slh, cfg.analysis.lag, progress=said.append, full=True)
+    run_lag(slh, lag_params(cfg), progress=said.append, full=True)
     assert "gold replication_lag" in said  # --full always recomputes

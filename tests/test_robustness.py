@@ -37,6 +37,12 @@ RECORDINGS = [
     Recording("activemq-kill-master", FIX / "drill_kill_master.jsonl.gz", FIX / "drill_kill_master.yaml", 0.5,
               "amq-b", 1.0, 3.0),
     Recording("zookeeper-drill", FIX / "zookeeper/drill.jsonl.gz", FIX / "zookeeper/drill.yaml", 0.5, "zk1", 2.0, 4.0),
+    # the real Artemis drills (tests/fixtures/artemis): the hole is in the backup-turned-live while
+    # the restarted primary waits, longer than the 3.5 s tolerance of their configs
+    Recording("artemis-shared-store-kill", FIX / "artemis/drill_shared_store_kill.jsonl.gz",
+              FIX / "artemis/drill_shared_store_kill.yaml", 0.5, "art-b", 9.5, 4.0),
+    Recording("artemis-replication-zk-kill", FIX / "artemis/drill_replication_zk_kill.jsonl.gz",
+              FIX / "artemis/drill_replication_zk_kill.yaml", 0.5, "art-b", 10.5, 4.0),
 ]
 
 

@@ -149,13 +149,19 @@ def test_lock_findings():
     assert got == [("zk.lease-count", "info", 1, 1),  # one snapshot of 2: a candidate's try, not (yet) two primaries
                    ("zk.lease-count", "warn", 3, 3),  # no lease (the unanswered snapshot at 4 proves nothing)
                    ("zk.lease-vanished", "warn", 2, 3),
+                   ("zk.lock-handover", "info", 2, 5),  # 0xa's last snapshot → 0xb's first, free in between
                    ("zk.sequence-claim-lingering", "error", 5, 6)]  # 1.5 s ≥ grace; the claim at 8 lasted < 1 s
     assert "vanished" in found[found["code"] == "zk.lease-vanished"]["message"].iloc[0]
 
 
 def test_lock_handover_between_sessions():
+    """Seen free in between (a release, then the other's acquisition — what a loaded host's scrape
+    catches): the lease vanished, and it was still handed over, across the free snapshot."""
     found = lock_findings(frame([coord(0, 1, "0xa", 1), coord(1, 0, None, 1), coord(2, 1, "0xb", 2)]))
-    assert sorted(found["code"]) == ["zk.lease-count", "zk.lease-vanished"]
+    assert sorted(found["code"]) == ["zk.lease-count", "zk.lease-vanished", "zk.lock-handover"]
+    h = found[found["code"] == "zk.lock-handover"].iloc[0]
+    assert (h["instance"], h["start_ts"].second, h["end_ts"].second) == ("0xa", 0, 2)
+    assert "0xa to 0xb" in h["message"] and "seen free" in h["message"]
     found = lock_findings(frame([coord(0, 1, "0xa", 1), coord(1, 1, "0xb", 2)]))
     (h,) = found.itertuples()
     assert h.code == "zk.lock-handover" and h.instance == "0xa" and "0xa to 0xb" in h.message

@@ -9,8 +9,12 @@ until the heal lets the old master's renewal through, which finds the lease take
 
 Truth, from the brokers' own logs: the new master's ``Apache ActiveMQ … started`` line after the cut
 (it took the lease at ``becoming master with lease expiry``, then needs a moment to start: only then
-are its connectors open and ``Slave=false``) and the old master's ``giving up being a master`` line
-bound the dual-master window; a producer pinned
+are its connectors open and ``Slave=false``) and the old master's last ``Connector … stopped`` line
+after its ``giving up being a master`` bound the dual-master window. Not the giving-up line itself:
+BrokerService.stop() first stops the broker's services, then its transport connectors, and only
+then sets ``slave = true`` — until that moment the old master still accepts clients and reports
+``Slave=false`` (on a loaded machine a run saw ``Slave=false`` 0.95 s after the giving-up line,
+which failed the drill when that line was the truth). A producer pinned
 to each broker records its acknowledged sends; the cut and heal times are the drill's.
 Bar: the split brain found (zero missed), both ends within one scrape interval.
 """
@@ -21,8 +25,8 @@ import time
 from pathlib import Path
 
 from brokerscope.drills.common import (Producer, Scorecard, activemq_log, activemq_targets, epoch, first_log_time,
-                                       fresh_workdir, master_and_slave, pick, rows, say, settle, start_collecting,
-                                       write_truth)
+                                       fresh_workdir, log_times, master_and_slave, pick, rows, say, settle,
+                                       start_collecting, write_truth)
 from infra.lab import ActiveMQPair, build_agent
 from infra.pg_lab import PgCluster
 from infra.tcp_proxy import TcpProxy
@@ -35,6 +39,8 @@ DUAL_S = 3.0  # how long to leave both masters running once the slave has taken 
 BECOMING_MASTER = r"becoming master with lease expiry"
 STARTED = r"Apache ActiveMQ \S+ \(.*\) started"
 GIVING_UP = r"no longer able to keep the exclusive lock so giving up being a master"
+CONNECTOR_STOPPED = r"Connector \S+ stopped"
+SHUT_DOWN = r"\) is shutdown"
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
@@ -82,11 +88,22 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
     truth["lease_taken_ts"] = first_log_time(logs[slave], BECOMING_MASTER, truth["cut_ts"])
     # the new master serves (connectors open, Slave=false) once it has started, not when it took the lease
     truth["dual_start_ts"] = first_log_time(logs[slave], STARTED, truth["cut_ts"])
-    truth["dual_end_ts"] = first_log_time(logs[master], GIVING_UP, truth["cut_ts"])
+    truth["giving_up_ts"] = first_log_time(logs[master], GIVING_UP, truth["cut_ts"])
+    truth["dual_end_ts"] = connectors_closed(logs[master], truth["giving_up_ts"])
     truth["dual_master"] = None not in (truth["dual_start_ts"], truth["dual_end_ts"])
     add_producer_view(truth, producers)
     write_truth(workdir, truth)
     return cfg_path, truth
+
+
+def connectors_closed(log: Path, giving_up: float | None) -> float | None:
+    """When the old master stopped serving: its last `Connector … stopped` line of the stop that
+    followed the giving-up line (BrokerService sets `slave = true` right after them)."""
+    if giving_up is None:
+        return None
+    shut = first_log_time(log, SHUT_DOWN, giving_up)
+    closed = [t for t in log_times(log, CONNECTOR_STOPPED, giving_up) if shut is None or t <= shut]
+    return max(closed, default=None)
 
 
 def add_producer_view(truth: dict, producers: dict) -> None:
@@ -111,10 +128,13 @@ def score(lh, truth: dict) -> Scorecard:
         return card
     w = min(mine, key=lambda r: r["certain_start"])
     card.boundary("split brain start (vs new master's 'started' log line)", epoch(w["certain_start"]), truth["dual_start_ts"])
-    card.boundary("split brain end (vs old master's 'giving up' log line)", epoch(w["certain_end"]), truth["dual_end_ts"])
+    card.boundary("split brain end (vs old master's last 'Connector … stopped' line)", epoch(w["certain_end"]),
+                  truth["dual_end_ts"])
     card.latency("cut → split brain first observed", epoch(w["certain_start"]) - truth["cut_ts"])
     card.latency("takeover (log) → split brain first observed", epoch(w["certain_start"]) - truth["dual_start_ts"])
     card.facts["lease taken → started s"] = round(truth["dual_start_ts"] - truth["lease_taken_ts"], 3)
+    if truth.get("giving_up_ts") is not None:
+        card.facts["giving up → connectors closed s"] = round(truth["dual_end_ts"] - truth["giving_up_ts"], 3)
     card.facts["true window s"] = round(truth["dual_end_ts"] - truth["dual_start_ts"], 3)
     card.facts["found window s"] = round(w["duration_s"], 3)
     card.facts["certainty"] = w["certainty"]
