@@ -98,11 +98,24 @@ def overview_page(gold: D.Gold):
         return L.message_page("No data yet", f"The lakehouse at {gold.root} has no tables yet. Collect or replay "
                                              "(brokerscope collect -c CFG / brokerscope replay -c CFG FILE), then run "
                                              "brokerscope analyze -c CFG.")
+    return L.overview_layout(*overview_data(gold))
+
+
+def overview_data(gold: D.Gold) -> tuple[list[dict], list[dict] | None, D.MissingTable | None]:
+    """Groups now (worst first), incidents, and the incidents table's absence if it is absent."""
     try:
         incidents, missing = D.incident_list(gold), None
     except D.MissingTable as e:
         incidents, missing = None, e
-    return L.overview_layout(D.group_statuses(gold), incidents, missing)
+    return D.group_statuses(gold), incidents, missing
+
+
+def refreshed_overview(gold: D.Gold):
+    """The overview's body again, for its refresh timer (an error says so instead of a stale page)."""
+    try:
+        return L.overview_body(*overview_data(gold))
+    except LakehouseError as e:
+        return L.message_page("The lakehouse cannot be read", str(e))
 
 
 def incident_figure(bundle: D.IncidentBundle):
@@ -256,6 +269,11 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
     def _page(pathname):
         return L.shell(pathname or "/", route(gold, pathname))
 
+    @app.callback(Output("overview-body", "children"), Input("overview-refresh", "n_intervals"),
+                  prevent_initial_call=True)
+    def _overview_refresh(_n):
+        return refreshed_overview(gold)
+
     app.clientside_callback(ZOOM_FROM_RELAYOUT, Output("zoom", "data"), Input("timeline", "relayoutData"),
                             prevent_initial_call=True)
 
@@ -324,10 +342,14 @@ class DashboardServer:
         self.stop()
 
 
-def open_gold(root: str, max_points: int = 1000) -> D.Gold:
-    """The lakehouse at root, which must exist (never created by the dashboard)."""
+def open_gold(root: str, max_points: int = 1000, stale_after_s: float | None = None) -> D.Gold:
+    """The lakehouse at root, which must exist (never created by the dashboard); `stale_after_s`:
+    the age past which the overview calls a group's state unknown (dashboards/health.py)."""
 
     if "://" not in root and not Path(root).is_dir():
         raise FileNotFoundError(f"no lakehouse at {root}: collect or replay first (brokerscope collect -c CFG / "
                                 "brokerscope replay -c CFG FILE), then brokerscope analyze -c CFG")
-    return D.Gold(Lakehouse(root), max_points=max_points)
+    gold = D.Gold(Lakehouse(root), max_points=max_points)
+    if stale_after_s is not None:
+        gold.stale_after_s = stale_after_s
+    return gold

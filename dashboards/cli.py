@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from dashboards import data as D
+from dashboards.health import stale_after
 from dashboards.report import render
 from settings import ConfigError, load_config
 from settings.dashboard import check_exposure
@@ -24,7 +25,8 @@ def cmd_dashboard(args) -> int:
             if settings.auth.mode == "basic" else None
     except ValueError as e:
         raise ConfigError(f"{args.config}: {e}") from None
-    gold = open_gold(cfg.lakehouse_root(), settings.max_points)
+    gold = open_gold(cfg.lakehouse_root(), settings.max_points,
+                     stale_after(cfg.scrape_interval, cfg.service.analysis_interval))
     server = DashboardServer(create_app(gold, settings, password, bind_host=host), host, port, quiet=False)
     print(f"brokerscope dashboard on {server.url} (lakehouse {cfg.lakehouse_root()}, auth: {settings.auth.mode}); "
           "Ctrl-C to stop", file=sys.stderr)

@@ -16,6 +16,7 @@ import json
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
+from dashboards.health import STATE_RANK, GroupHealth, group_health, stale_after
 from lakehouse.store import Lakehouse, sql_literal
 from lakehouse.tables import TABLES
 
@@ -92,8 +94,11 @@ def split_names(text: str | None) -> list[str]:
 class Gold:
     """The lakehouse as the dashboard reads it: cached per table version, clear errors."""
 
-    def __init__(self, lakehouse: Lakehouse, max_points: int = 1000, cache_size: int = 64, fresh_s: float = 2.0):
+    def __init__(self, lakehouse: Lakehouse, max_points: int = 1000, cache_size: int = 64, fresh_s: float = 2.0,
+                 stale_after_s: float = stale_after(5.0, 30.0), clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
         self.lh = lakehouse
+        self.stale_after_s = stale_after_s  # the overview says "unknown" past this age (dashboards/health.py)
+        self.clock = clock
         self.max_points = max_points
         self.fresh_s = fresh_s  # a table's version is looked up at most this often (one page reads many)
         self._cache: OrderedDict[tuple, pa.Table] = OrderedDict()
@@ -468,20 +473,27 @@ def group_statuses(gold: Gold) -> list[dict]:
     for r in rows(gold.optional("risk_findings", filter="is_open = true")):
         g(r["group_name"], r["kind"])["risks"].append(r)
     for r in rows(gold.optional("zk_quorum", filter="is_open = true")):
-        g(r["ensemble"], "zookeeper")["quorum"] = r
+        grp = g(r["ensemble"], "zookeeper")
+        grp["quorum"] = r
+        grp["last_seen"] = max(filter(None, [grp["last_seen"], utc(r["end_ts"])]))
     for cluster, n in open_alerts(gold).items():
         g(cluster, groups.get(cluster, {}).get("kind", "?"))["alerts"] += n
+    now = gold.clock()
+    for grp in groups.values():
+        grp["health"] = group_health(grp, now, gold.stale_after_s)
     return sorted(groups.values(), key=status_rank)
 
 
 def status_rank(grp: dict) -> tuple:
-    """Worst first: open incidents by severity, then a group without a live instance (or more than
-    one), lost quorum, open risks, open alerts, collector errors; then by name."""
+    """Worst first: failing, unknown, degraded, ok (dashboards/health.py); within a state open
+    incidents by severity, then a group without a live instance (or more than one), lost quorum,
+    open risks, open alerts, collector errors; then by name."""
+    health: GroupHealth = grp["health"]
     worst = min((SEVERITY_RANK.get(i["severity"], 9) for i in grp["incidents"]), default=9)
     risk = min((SEVERITY_RANK.get(r["severity"], 9) for r in grp["risks"]), default=9)
     q = grp["quorum"]
     live_problem = grp["kind"] not in ("zookeeper", "weblogic") and len(grp["live"]) != 1
-    return (worst, not (q and q["status"] != "present"), not live_problem, risk, -grp["alerts"],
+    return (STATE_RANK[health.state], worst, not (q and q["status"] != "present"), not live_problem, risk, -grp["alerts"],
             -len(grp["collector_errors"]), grp["group"])
 
 

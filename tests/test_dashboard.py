@@ -184,6 +184,24 @@ def test_overview_puts_the_worst_group_first(gold):
     assert "more than one live" in card and "art-b: live" in card
 
 
+def test_overview_cards_say_the_state_why_and_how_old_and_refresh_themselves(gold):
+    gold.clock = lambda: at(12)  # one second after the last observation: the data is fresh
+    (pair,) = D.group_statuses(gold)
+    assert pair["health"].state == "failing" and pair["health"].reason == "split brain: art-a and art-b both live"
+    card = L.group_card(pair)
+    assert card.to_plotly_json()["props"]["data-state"] == "failing"
+    link = card.children[1].children  # the reason line, a link to the incident
+    assert link.href == L.incident_href(INCIDENT) and link.children == pair["health"].reason
+    gold.clock = lambda: at(12) + timedelta(minutes=25)  # nothing collected since: never "ok", never "failing"
+    (pair,) = D.group_statuses(gold)
+    assert pair["health"].state == "unknown" and pair["health"].reason.startswith("no data for 25 min")
+    assert "as last observed — live: art-a, art-b" in texts(L.group_card(pair))
+    c = client(gold)
+    got = json.dumps(callback(c, "overview-body.children", {"overview-refresh.n_intervals": 3}, {},
+                              "overview-refresh.n_intervals"))
+    assert "no data for 25 min" in got and "unknown" in got
+
+
 def test_finding_views_filter_by_group_and_time_and_link_to_incidents(gold):
     view = D.VIEW_BY_PATH["/stuck"]
     got, total, groups = D.finding_rows(gold, view, group="pair")
