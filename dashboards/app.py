@@ -24,6 +24,7 @@ from werkzeug.serving import make_server
 from collectors.text import printable
 from dashboards import data as D
 from dashboards import layout as L
+from dashboards.overview import group_statuses
 from dashboards.figures import incident_timeline, lag_figure
 from dashboards.report import FORMATS, render
 from lakehouse.store import Lakehouse, LakehouseError
@@ -107,7 +108,7 @@ def overview_data(gold: D.Gold) -> tuple[list[dict], list[dict] | None, D.Missin
         incidents, missing = D.incident_list(gold), None
     except D.MissingTable as e:
         incidents, missing = None, e
-    return D.group_statuses(gold), incidents, missing
+    return group_statuses(gold), incidents, missing
 
 
 def refreshed_overview(gold: D.Gold):

@@ -15,6 +15,7 @@ from dash import dcc
 from brokerscope.cli import main
 from dashboards import data as D
 from dashboards import layout as L
+from dashboards.overview import group_statuses
 from dashboards.app import create_app, route, view_range, zoomed_range
 from dashboards.figures import esc, incident_timeline
 from lakehouse.store import Lakehouse
@@ -176,7 +177,7 @@ def test_overview_puts_the_worst_group_first(gold):
     lh = gold.lh
     lh.append("role_intervals", [dict(interval_id="q", kind="activemq", group_name="calm", instance="amq-a",
                                       start_ts=at(0), end_ts=at(11), is_open=True, observations=3, unanswered_inside=0)])
-    groups = D.group_statuses(gold)
+    groups = group_statuses(gold)
     assert [g["group"] for g in groups] == ["pair", "calm"]
     pair = groups[0]
     assert sorted(pair["live"]) == ["art-a", "art-b"] and [i["incident_id"] for i in pair["incidents"]] == [INCIDENT]
@@ -186,14 +187,14 @@ def test_overview_puts_the_worst_group_first(gold):
 
 def test_overview_cards_say_the_state_why_and_how_old_and_refresh_themselves(gold):
     gold.clock = lambda: at(12)  # one second after the last observation: the data is fresh
-    (pair,) = D.group_statuses(gold)
+    (pair,) = group_statuses(gold)
     assert pair["health"].state == "failing" and pair["health"].reason == "split brain: art-a and art-b both live"
     card = L.group_card(pair)
     assert card.to_plotly_json()["props"]["data-state"] == "failing"
     link = card.children[1].children  # the reason line, a link to the incident
     assert link.href == L.incident_href(INCIDENT) and link.children == pair["health"].reason
     gold.clock = lambda: at(12) + timedelta(minutes=25)  # nothing collected since: never "ok", never "failing"
-    (pair,) = D.group_statuses(gold)
+    (pair,) = group_statuses(gold)
     assert pair["health"].state == "unknown" and pair["health"].reason.startswith("no data for 25 min")
     assert "as last observed — live: art-a, art-b" in texts(L.group_card(pair))
     c = client(gold)
@@ -455,7 +456,7 @@ def test_alerts_show_on_the_timeline_overview_and_history_with_links(gold):
                                               "firing: SplitBrain", "sent to oncall (firing)"]
     fig = incident_timeline(tl, "t")
     assert "🔔 sent to oncall (firing)" in [a.text for a in fig.layout.annotations]
-    groups = {g["group"]: g for g in D.group_statuses(gold)}
+    groups = {g["group"]: g for g in group_statuses(gold)}
     assert groups["pair"]["alerts"] == 1 and groups["other"]["alerts"] == 1  # fp2 was resolved
     page = route(gold, "/alerts")
     table = find(page, "findings")
