@@ -96,7 +96,7 @@ def add_parser(sub) -> None:
     asub = p.add_subparsers(dest="alerts_command", required=True)
 
     def with_config(sp):
-        sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Alerts')")
+        sp.add_argument("--config", "-c", required=True, help="YAML config (README, 'Running it: alerts, metrics, dashboard')")
         return sp
 
     sp = with_config(asub.add_parser("evaluate", help="one tick: evaluate the rules, dedup, send, record"))

@@ -24,8 +24,8 @@ from werkzeug.serving import make_server
 from collectors.text import printable
 from dashboards import data as D
 from dashboards import layout as L
-from dashboards.overview import group_statuses
 from dashboards.figures import incident_timeline, lag_figure
+from dashboards.overview import group_statuses
 from dashboards.report import FORMATS, render
 from lakehouse.store import Lakehouse, LakehouseError
 from settings import parse_since

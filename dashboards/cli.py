@@ -8,7 +8,7 @@ from pathlib import Path
 from dashboards import data as D
 from dashboards.health import stale_after
 from dashboards.report import render
-from settings import ConfigError, load_config
+from settings import CONFIG_HELP, ConfigError, load_config
 from settings.dashboard import check_exposure
 
 
@@ -55,14 +55,14 @@ def cmd_report(args) -> int:
 def add_parser(sub) -> None:
     """Register `dashboard` and `report` on the `brokerscope` parser."""
     sp = sub.add_parser("dashboard", help="the web app: overview, incidents, findings (reads gold tables, no JVM)")
-    sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+    sp.add_argument("--config", "-c", required=True, help=CONFIG_HELP)
     sp.add_argument("--host", help="address to bind (default: dashboard.host, 127.0.0.1); another needs auth")
     sp.add_argument("--port", type=int, help="port (default: dashboard.port, 8050)")
     sp.set_defaults(func=cmd_dashboard)
 
     sp = sub.add_parser("report", help="post-incident report of one incident (self-contained HTML or Markdown)")
     sp.add_argument("incident_id", metavar="INCIDENT_ID", help="incidents.incident_id (the dashboard shows it)")
-    sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+    sp.add_argument("--config", "-c", required=True, help=CONFIG_HELP)
     sp.add_argument("--format", choices=["html", "md"], default="html")
     sp.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     sp.set_defaults(func=cmd_report)

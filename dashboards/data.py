@@ -23,7 +23,6 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
 
 from dashboards.health import stale_after
 from lakehouse.store import Lakehouse, sql_literal
@@ -160,10 +159,34 @@ def incident_list(gold: Gold) -> list[dict]:
                                       -utc(r["start_ts"]).timestamp()))
 
 
+MIN_ID_PREFIX = 4  # shorter prefixes are refused: they would name a different incident tomorrow
+
+
+def resolve_incident_id(known: list[str], text: str) -> str:
+    """The incident id `text` names: itself, or the one id it is the start of (the timeline and
+    `brokerscope incidents` print the first 8 characters). NotFound says which step helps."""
+    if text in known:
+        return text
+    if len(text) < MIN_ID_PREFIX:
+        raise NotFound(f"no incident {text!r}; give the id or at least its first {MIN_ID_PREFIX} characters "
+                       "(`brokerscope incidents -c CFG` lists them)")
+    matches = sorted(i for i in known if i.startswith(text))
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NotFound(f"no incident {text!r} among {len(known)}; `brokerscope incidents -c CFG` lists them")
+    raise NotFound(f"{text!r} is the start of {len(matches)} incident ids ({', '.join(matches[:5])}); give more characters")
+
+
 def incident(gold: Gold, incident_id: str) -> dict:
+    """The incident with this id, or with the one id that starts with it."""
     got = rows(gold.read("incidents", filter=f"incident_id = {sql_literal(incident_id)}"))
     if not got:
-        raise NotFound(f"no incident {incident_id!r} in {gold.root}; `brokerscope dashboard` lists them")
+        try:
+            full = resolve_incident_id(rows_of(gold.read("incidents", columns=["incident_id"]), "incident_id"), incident_id)
+        except NotFound as e:
+            raise NotFound(f"{e} (lakehouse {gold.root})") from None
+        got = rows(gold.read("incidents", filter=f"incident_id = {sql_literal(full)}"))
     return got[0]
 
 
@@ -224,6 +247,7 @@ def default_range(inc: dict, pad_fraction: float = 0.25, min_pad_s: float = 5.0)
 
 def load_incident(gold: Gold, incident_id: str, view: tuple[datetime, datetime] | None = None) -> IncidentBundle:
     inc = incident(gold, incident_id)
+    incident_id = inc["incident_id"]  # the full id when a prefix was given
     ev = evidence(gold, incident_id)
     ids_by_table: dict[str, list[str]] = {}
     for r in ev:

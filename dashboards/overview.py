@@ -12,7 +12,6 @@ from dashboards.health import STATE_RANK, GroupHealth, group_health
 from lakehouse.store import sql_literal
 
 
-
 def latest_per(table: pa.Table | None, key: str, ts: str = "ts") -> dict[str, dict]:
     """The newest row (by `ts`) per value of `key`."""
     out: dict[str, dict] = {}

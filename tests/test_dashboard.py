@@ -422,7 +422,7 @@ def test_callbacks_filter_views_and_redraw_the_timeline(gold):
     assert "0 finding(s)" in json.dumps(got)
     got = callback(c, "findings-content.children", {"f-group.value": None, "f-since.value": "yesterday-ish",
                                                      "f-until.value": ""}, {"url.pathname": "/stuck"}, "f-since.value")
-    assert "time filter:" in json.dumps(got) and "not a duration" in json.dumps(got)
+    assert "time filter:" in json.dumps(got) and "is not a time" in json.dumps(got)
     fig = callback(c, "timeline.figure", {"range-choice.value": "1h", "zoom.data": None},
                    {"incident-id.data": INCIDENT}, "range-choice.value")["response"]["timeline"]["figure"]
     assert fig["layout"]["xaxis"]["range"][0].startswith("2026-11-23T10:00:04")

@@ -16,7 +16,8 @@ from typing import Iterator
 
 import pytest
 
-from alerts.exporter import LakehouseState, serve_metrics, wait_metrics
+from alerts.exporter import LakehouseState
+from alerts.metrics_server import serve_metrics, wait_metrics
 from tests.servers import free_port, stop_process
 from tests.test_exporter import T0, drill_lakehouse
 

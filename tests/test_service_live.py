@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from alerts.exporter import wait_metrics
+from alerts.metrics_server import wait_metrics
 from bench.bench_alert_latency import GROUP, WebhookReceiver, drill, relevant_firing, settle, write_config
 from brokerscope.service import Service
 from lakehouse.store import Lakehouse
