@@ -94,12 +94,12 @@ def lakehouse_empty(gold: D.Gold) -> bool:
     return not any(gold.has(t) for t in ("broker_state", "role_intervals", "incidents", "zk_quorum", "gc_findings"))
 
 
-def overview_page(gold: D.Gold):
+def overview_page(gold: D.Gold, refresh_s: float = L.OVERVIEW_REFRESH_MS / 1000):
     if lakehouse_empty(gold):
         return L.message_page("No data yet", f"The lakehouse at {gold.root} has no tables yet. Collect or replay "
                                              "(brokerscope collect -c CFG / brokerscope replay -c CFG FILE), then run "
                                              "brokerscope analyze -c CFG.")
-    return L.overview_layout(*overview_data(gold))
+    return L.overview_layout(*overview_data(gold), refresh_ms=int(refresh_s * 1000))
 
 
 def overview_data(gold: D.Gold) -> tuple[list[dict], list[dict] | None, D.MissingTable | None]:
@@ -142,12 +142,12 @@ def view_page(gold: D.Gold, view: D.FindingView):
     return L.findings_layout(view, groups, view_content(gold, view), extra)
 
 
-def route(gold: D.Gold, path: str):
+def route(gold: D.Gold, path: str, refresh_s: float = L.OVERVIEW_REFRESH_MS / 1000):
     """The page for a URL path; missing tables and unknown ids become pages that say what to do."""
     path = path or "/"
     try:
         if path == "/":
-            return overview_page(gold)
+            return overview_page(gold, refresh_s)
         if path.startswith("/incident/"):
             return incident_page(gold, unquote(path[len("/incident/"):]))
         if path in D.VIEW_BY_PATH:
@@ -268,7 +268,7 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
 
     @app.callback(Output("page", "children"), Input("url", "pathname"))
     def _page(pathname):
-        return L.shell(pathname or "/", route(gold, pathname))
+        return L.shell(pathname or "/", route(gold, pathname, settings.overview_refresh))
 
     @app.callback(Output("overview-body", "children"), Input("overview-refresh", "n_intervals"),
                   prevent_initial_call=True)

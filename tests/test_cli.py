@@ -223,3 +223,25 @@ def test_readme_cli_examples_run(analysed_kill_master, tmp_path, capsys):
             rc = e.code
         out, err = capsys.readouterr()
         assert rc == 0 and out.strip(), f"{line}: exit {rc}, stderr {err[-500:]}"
+
+
+def test_spark_starts_quiet_unless_verbose(tmp_path):
+    """`analyze` (as `run` does) starts Spark with brokerscope's log4j2 file: no default-profile banner,
+    no "Setting default log level", no start-up WARN lines; `-v` lets Spark's warnings through."""
+    import subprocess
+    import sys
+
+    from lakehouse.spark import log4j2_config_file
+
+    quiet = Path(log4j2_config_file("ERROR")).read_text()
+    assert "logger.nativecode.level = error" in quiet and "rootLogger.level = warn" in quiet
+    assert "rootLogger.level = debug" in Path(log4j2_config_file("DEBUG")).read_text()
+    cfg = str(write_config(tmp_path))
+    assert main(["replay", "--config", cfg, "--quiet", str(FIX / "drill_kill_master.jsonl.gz")]) == 0
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "brokerscope", "analyze", "--config", cfg], cwd=root,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    noise = [line for line in proc.stderr.splitlines() if not line.startswith("· ")]
+    # the JVM's own notice about incubator modules is printed before any logging exists
+    assert [line for line in noise if "incubator modules" not in line] == []
