@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -293,8 +294,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.verbose:  # Spark's own warnings too (lakehouse.spark.spark_session; ERROR otherwise)
-        os.environ.setdefault("BROKERSCOPE_SPARK_LOG_LEVEL", "WARN")
+    with spark_warnings(args.verbose):
+        return run_command(args)
+
+
+@contextlib.contextmanager
+def spark_warnings(verbose: bool):
+    """-v: Spark's own warnings too (lakehouse.spark.spark_session reads the level; ERROR otherwise),
+    for this command only (main() may run several commands in one process: tests, the demo)."""
+    key, before = "BROKERSCOPE_SPARK_LOG_LEVEL", os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL")
+    if verbose and before is None:
+        os.environ[key] = "WARN"
+    try:
+        yield
+    finally:
+        if verbose and before is None:
+            os.environ.pop(key, None)
+
+
+def run_command(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR)
     for handler in logging.getLogger().handlers:  # names and answers from brokers are escaped in logs too
         handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))

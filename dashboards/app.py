@@ -343,7 +343,8 @@ class DashboardServer:
         self.stop()
 
 
-def open_gold(root: str, max_points: int = 1000, stale_after_s: float | None = None) -> D.Gold:
+def open_gold(root: str, max_points: int = 1000, stale_after_s: float | None = None,
+              hole_s: float | None = None) -> D.Gold:
     """The lakehouse at root, which must exist (never created by the dashboard); `stale_after_s`:
     the age past which the overview calls a group's state unknown (dashboards/health.py)."""
 
@@ -353,4 +354,6 @@ def open_gold(root: str, max_points: int = 1000, stale_after_s: float | None = N
     gold = D.Gold(Lakehouse(root), max_points=max_points)
     if stale_after_s is not None:
         gold.stale_after_s = stale_after_s
+    if hole_s is not None:
+        gold.hole_s = hole_s
     return gold

@@ -26,7 +26,7 @@ def cmd_dashboard(args) -> int:
     except ValueError as e:
         raise ConfigError(f"{args.config}: {e}") from None
     gold = open_gold(cfg.lakehouse_root(), settings.max_points,
-                     stale_after(cfg.scrape_interval, cfg.service.analysis_interval))
+                     stale_after(cfg.scrape_interval, cfg.service.analysis_interval), cfg.hole_tolerance())
     server = DashboardServer(create_app(gold, settings, password, bind_host=host), host, port, quiet=False)
     print(f"brokerscope dashboard on {server.url} (lakehouse {cfg.lakehouse_root()}, auth: {settings.auth.mode}); "
           "Ctrl-C to stop", file=sys.stderr)
@@ -38,7 +38,7 @@ def cmd_report(args) -> int:
     from dashboards.app import open_gold  # deferred: dash is heavy to import
 
     cfg = load_config(args.config)
-    gold = open_gold(cfg.lakehouse_root())
+    gold = open_gold(cfg.lakehouse_root(), hole_s=cfg.hole_tolerance())
     try:
         text = render(D.load_incident(gold, args.incident_id), args.format)
     except (D.MissingTable, D.NotFound) as e:

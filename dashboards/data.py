@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dashboards.health import stale_after
+from dashboards.states import state_runs
 from lakehouse.store import Lakehouse, sql_literal
 from lakehouse.tables import TABLES
 
@@ -97,6 +98,7 @@ class Gold:
                  stale_after_s: float = stale_after(5.0, 30.0), clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
         self.lh = lakehouse
         self.stale_after_s = stale_after_s  # the overview says "unknown" past this age (dashboards/health.py)
+        self.hole_s = 3 * 5.0 + 5.0  # no observation for longer: state unknown (Config.hole_tolerance; open_gold sets it)
         self.clock = clock
         self.max_points = max_points
         self.fresh_s = fresh_s  # a table's version is looked up at most this often (one page reads many)
@@ -225,6 +227,7 @@ class TimelineData:
     zk_elections: list[dict] = field(default_factory=list)
     zk_handovers: list[dict] = field(default_factory=list)
     alerts: list[dict] = field(default_factory=list)
+    states: list[dict] = field(default_factory=list)  # per instance: runs of active/standby/starting/unreachable/unknown
     series: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # instance → ts and values
     bucket_s: float = 0.0  # 0: every observation drawn; else the width of the aggregation buckets
     events_behind: int = 0  # observations the series were aggregated from
@@ -298,9 +301,11 @@ def timeline_data(gold: Gold, inc: dict, ev: list[dict], start: datetime, end: d
             f"AND ({group} OR {in_list('ensemble', ensembles)}) AND {_overlapping('start_ts', 'end_ts', start, end)}")))
     data.alerts = alert_rows(gold, start, end, cluster)
     data.instances = list(dict.fromkeys(x for x in data.instances if x))
-    state = gold.optional("broker_state", columns=["ts", "instance", "connections", "total_enqueued", "total_dequeued"],
+    state = gold.optional("broker_state", columns=["ts", "instance", "connections", "total_enqueued", "total_dequeued",
+                                                   "reachable", "active", "role"],
                           filter=f"{in_list('obs_date', dates_between(start, end))} AND {group} AND {in_range}")
     if state is not None:
+        data.states = state_runs(state, gold.hole_s)
         data.events_behind = state.num_rows
         data.series, data.bucket_s = bucketed_series(state, start, end, gold.max_points)
         data.instances += [i for i in data.series if i not in data.instances]

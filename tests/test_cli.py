@@ -227,11 +227,19 @@ def test_readme_cli_examples_run(analysed_kill_master, tmp_path, capsys):
 
 def test_spark_starts_quiet_unless_verbose(tmp_path):
     """`analyze` (as `run` does) starts Spark with brokerscope's log4j2 file: no default-profile banner,
-    no "Setting default log level", no start-up WARN lines; `-v` lets Spark's warnings through."""
+    no "Setting default log level", no start-up WARN lines; `-v` sets Spark's level to WARN for that
+    command only (a later command in the same process is quiet again)."""
+    import os
     import subprocess
     import sys
 
+    from brokerscope.cli import spark_warnings
     from lakehouse.spark import log4j2_config_file
+
+    assert "BROKERSCOPE_SPARK_LOG_LEVEL" not in os.environ
+    with spark_warnings(True):
+        assert os.environ["BROKERSCOPE_SPARK_LOG_LEVEL"] == "WARN"
+    assert "BROKERSCOPE_SPARK_LOG_LEVEL" not in os.environ
 
     quiet = Path(log4j2_config_file("ERROR")).read_text()
     assert "logger.nativecode.level = error" in quiet and "rootLogger.level = warn" in quiet

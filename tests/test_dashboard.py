@@ -229,6 +229,11 @@ def test_timeline_figure_draws_roles_windows_markers_and_series(gold):
     assert certain.x0 == at(6.009) and certain.x1 == at(11.004)
     assert fig.layout.title.text == "split brain in &lt;b&gt;pair&lt;/b&gt;"
     assert [b.label for b in fig.layout.xaxis.rangeselector.buttons] == ["all", "1 h", "10 min", "1 min"]
+    # the state bars tell the whole story: art-b waited as backup until 11:00:06, then was live
+    standby = next(t for t in fig.data if t.name == "state: standby")
+    assert list(standby.y) == ["art-b"] and standby.base[0] == at(0.009) and standby.x[0] == 5000.0
+    active = next(t for t in fig.data if t.name == "state: active")
+    assert sorted(active.y) == ["art-a", "art-b"]
 
 
 def test_user_names_are_escaped_in_every_figure_string(tmp_path):
