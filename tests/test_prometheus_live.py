@@ -11,6 +11,7 @@ import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from datetime import timedelta
+from importlib.metadata import version
 from pathlib import Path
 from typing import Iterator
 
@@ -121,5 +122,7 @@ def test_real_prometheus_scrapes_the_series(exporter, tmp_path):
         assert [r["value"][1] for r in outage] == ["0"]
         failovers = query(base, 'brokerscope_group_failovers_total')
         assert [r["value"][1] for r in failovers] == ["1"]
-        errors = query(base, 'brokerscope_scrape_errors_total{target="amq-a"}')
+        errors = query(base, 'brokerscope_scrape_errors_total{broker="amq-a"}')
         assert [r["value"][1] for r in errors] == ["6"]
+        build = query(base, "brokerscope_build_info")
+        assert [(r["metric"]["version"], r["value"][1]) for r in build] == [(version("brokerscope"), "1")]
