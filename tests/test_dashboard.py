@@ -148,6 +148,18 @@ def test_unknown_incident_and_missing_table_say_what_to_do(gold, tmp_path):
     assert e.value.table == "incidents" and "brokerscope analyze" in str(e.value)
 
 
+def test_a_unique_start_of_an_incident_id_opens_it_everywhere(gold):
+    """The timeline and `brokerscope incidents` print 8 characters; the page, the report and the CLI take them."""
+    assert D.load_incident(gold, "inc-spli").incident["incident_id"] == INCIDENT
+    assert "split brain in pair" in texts(route(gold, "/incident/inc-spli"))
+    assert client(gold).get("/report/inc-spli.md").status_code == 200
+    assert D.resolve_incident_id(["abcd1234", "abcd9999"], "abcd1") == "abcd1234"
+    with pytest.raises(D.NotFound, match=r"'abcd' is the start of 2 incident ids \(abcd1234, abcd9999\)"):
+        D.resolve_incident_id(["abcd1234", "abcd9999"], "abcd")
+    with pytest.raises(D.NotFound, match="at least its first 4 characters"):
+        D.resolve_incident_id(["abcd1234"], "abc")
+
+
 def test_long_ranges_are_aggregated_server_side():
     import pyarrow as pa
 
