@@ -14,7 +14,7 @@ from settings.analysis import (
                                RiskSettings,
                                StuckSettings,
 )
-from settings.base import ConfigError, Duration, DurationOrZero, parse_duration, parse_since
+from settings.base import SINCE_HELP, ConfigError, Duration, DurationOrZero, parse_duration, parse_since, since_option
 from settings.config import CONFIG_HELP, Config, config_from_dict, config_warnings, load_config
 from settings.dashboard import DashboardSettings
 from settings.gc import GcSettings, GcThresholds
@@ -26,4 +26,5 @@ __all__ = [
     "RiskSettings", "StuckSettings", "Config", "ConfigError", "DashboardSettings", "Duration", "DurationOrZero",
     "GcSettings", "GcThresholds", "HaSettings", "KINDS", "ServiceSettings", "Target", "ZkOptions", "ZkWatch",
     "CONFIG_HELP", "config_from_dict", "config_warnings", "load_config", "parse_duration", "parse_since",
+    "since_option", "SINCE_HELP",
 ]

@@ -15,7 +15,8 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 __all__ = [
-    "ConfigError", "Strict", "Duration", "DurationOrZero", "parse_duration", "parse_since", "check_name",
+    "ConfigError", "Strict", "Duration", "DurationOrZero", "parse_duration", "parse_since", "since_option",
+    "SINCE_HELP", "check_name",
     "check_http_url", "resolve_secret", "Name", "OneOf", "one_of",
 ]
 
@@ -92,6 +93,20 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
     except ValueError:
         raise ValueError(f"{text!r} is not a time; write {'; '.join(SINCE_FORMS)}") from None
     return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def since_option(text: str) -> datetime:
+    """parse_since for argparse's `type=`: a bad value becomes argparse's own error, which names the
+    option (`argument --since: 'x' is not a time; write …`) and exits 2, no traceback."""
+    import argparse  # only the command lines need it
+
+    try:
+        return parse_since(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+SINCE_HELP = "from this time: RFC 3339, a date, a look-back (15m, 2h, 3d), today, yesterday"
 
 
 def check_name(value: str, names_what: str) -> str:

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from brokerscope.cli import main
@@ -153,12 +154,14 @@ def test_since_forms_and_a_clear_error(capsys):
     assert parse_since("2d", now) == datetime(2026, 11, 24, 3, 4, 5, tzinfo=timezone.utc)
     assert parse_since("2026-11-21", now) == datetime(2026, 11, 21, tzinfo=timezone.utc)
     assert parse_since("2026-11-21T22:30:00+01:00", now) == datetime(2026, 11, 21, 21, 30, tzinfo=timezone.utc)
-    try:
+    with pytest.raises(SystemExit) as exit_:
         main(["timeline", "-c", "x.yaml", "--since", "last tuesday"])
-    except SystemExit as e:
-        assert e.code == 2
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "argument --since: 'last tuesday' is not a time" in err and "yesterday" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exit_:  # the same forms, the same error, on every --since
+        main(["alerts", "history", "-c", "x.yaml", "--since", "last tuesday"])
+    assert exit_.value.code == 2 and "argument --since: 'last tuesday' is not a time" in capsys.readouterr().err
 
 
 def test_version_and_verbose_after_the_subcommand(capsys):
