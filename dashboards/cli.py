@@ -62,7 +62,8 @@ def add_parser(sub) -> None:
 
     sp = sub.add_parser("report", help="post-incident report of one incident (self-contained HTML or Markdown)")
     sp.add_argument("incident_id", metavar="INCIDENT_ID",
-                    help="the id, or any unique start of it (≥ 4 characters), as `brokerscope incidents` and the timeline print it")
+                    help="the id, or any unique start of it (≥ 4 characters), "
+                    "as `brokerscope incidents` and the timeline print it")
     sp.add_argument("--config", "-c", required=True, help=CONFIG_HELP)
     sp.add_argument("--format", choices=["html", "md"], default="html")
     sp.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
