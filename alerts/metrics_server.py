@@ -48,9 +48,11 @@ def routed_app(metrics_app, ready: Callable[[], bool]):
         if path == READY_PATH:
             if ready():
                 return _text(start_response, "200 OK", "brokerscope is Ready.\n")
-            return _text(start_response, "503 Service Unavailable", "brokerscope is not ready: its state cannot be read yet.\n")
+            return _text(start_response, "503 Service Unavailable",
+                         "brokerscope is not ready: its state cannot be read yet.\n")
         return _text(start_response, "404 Not Found",
-                     f"brokerscope: no page {path[:100]}; metrics are on {METRICS_PATH} ({HEALTHY_PATH}, {READY_PATH})\n")
+                     f"brokerscope: no page {path[:100]}; metrics are on {METRICS_PATH} "
+                     f"({HEALTHY_PATH}, {READY_PATH})\n")
 
     return app
 

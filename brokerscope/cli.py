@@ -117,7 +117,8 @@ def spine_problem(cfg, config_arg: str, lh: Lakehouse) -> str | None:
     if present:  # analysed before: a gold table was deleted or moved, an empty timeline would lie
         gone = [n for n in SPINE_TABLES if n not in spine]
         return (f"gold table(s) {', '.join(gone)} missing under {cfg.lakehouse_root()} while {len(present)} other gold "
-                f"table(s) exist (deleted or moved?); rebuild them with `brokerscope analyze --full --config {config_arg}`")
+                f"table(s) exist (deleted or moved?); rebuild them with "
+                f"`brokerscope analyze --full --config {config_arg}`")
     return missing_gold(cfg, config_arg, "role_intervals")
 
 

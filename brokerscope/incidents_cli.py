@@ -55,7 +55,8 @@ def cmd_incidents(args) -> int:
     table = Lakehouse(cfg.lakehouse_root()).read("incidents")
     clusters = sorted(set(table.column("cluster").to_pylist()))
     if args.group and args.group not in clusters:
-        raise MissingStep(f"no incidents of group {args.group!r}; groups with incidents: {', '.join(clusters) or 'none'}")
+        raise MissingStep(f"no incidents of group {args.group!r}; "
+                          f"groups with incidents: {', '.join(clusters) or 'none'}")
     rows = incidents_between(table, args.group, args.since, args.until)
     if args.output == "json":
         sys.stdout.write(json.dumps([incident_json(r) for r in rows], indent=2) + "\n")

@@ -126,7 +126,8 @@ def build_timeline(
             text += f"; messages accepted: {w['instance_a']} {w['enqueued_a'] or 0}, {w['instance_b']} {w['enqueued_b'] or 0}"
         pair = (w["instance_a"], w["instance_b"])
         facts = {"certainty": w["certainty"], "certain_start": w["certain_start"], "certain_end": w["certain_end"],
-                 "possible_start": w["possible_start"], "possible_end": w["possible_end"], "duration_s": w["duration_s"],
+                 "possible_start": w["possible_start"], "possible_end": w["possible_end"],
+                 "duration_s": w["duration_s"],
                  "messages_accepted": {w["instance_a"]: w["enqueued_a"], w["instance_b"]: w["enqueued_b"]}}
         entries.append(Entry(w["certain_start"], w["group_name"], f"{pair[0]}+{pair[1]}", "split-brain", text,
                              instances=pair, facts=facts))
