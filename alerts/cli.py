@@ -14,7 +14,7 @@ from alerts.pipeline import AlertPipeline, group_key_of, history, notification_i
 from alerts.receivers import Notification, make_receiver
 from alerts.rules import Alert
 from lakehouse.store import Lakehouse
-from settings import load_config, parse_since
+from settings import SINCE_HELP, load_config, since_option
 
 
 def _pipeline(args):
@@ -48,7 +48,7 @@ def cmd_evaluate(args) -> int:
 def cmd_history(args) -> int:
 
     _cfg, lh = _pipeline(args)
-    t = history(lh, parse_since(args.since) if args.since else None)
+    t = history(lh, args.since)
     rows = t.to_pylist()
     if args.format == "json":
         for r in rows:
@@ -96,7 +96,7 @@ def add_parser(sub) -> None:
     asub = p.add_subparsers(dest="alerts_command", required=True)
 
     def with_config(sp):
-        sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Alerts')")
+        sp.add_argument("--config", "-c", required=True, help="YAML config (README, 'Running it: alerts, metrics, dashboard')")
         return sp
 
     sp = with_config(asub.add_parser("evaluate", help="one tick: evaluate the rules, dedup, send, record"))
@@ -105,7 +105,7 @@ def add_parser(sub) -> None:
     sp.set_defaults(func=cmd_evaluate)
 
     sp = with_config(asub.add_parser("history", help="alert state changes (alert_history)"))
-    sp.add_argument("--since", help="from this time (RFC 3339) or look-back (e.g. 1h)")
+    sp.add_argument("--since", type=since_option, metavar="TIME", help=SINCE_HELP)
     sp.add_argument("--format", choices=["text", "json"], default="text")
     sp.set_defaults(func=cmd_history)
 

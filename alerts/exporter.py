@@ -3,6 +3,8 @@
 Names follow what jmx_exporter users know: one `brokerscope_` prefix, base units (`_seconds`,
 plain counts of messages), `_total` for counters, `group`/`broker`/`kind` labels on everything
 about a broker (`broker`, not `instance`: Prometheus sets `instance` to the exporter's address).
+`broker` is the one label naming a monitored JVM — the target's configured name — on instance,
+scrape and GC metrics alike (never `target=`); `brokerscope_build_info` says which brokerscope.
 The whole list, with labels, is `METRICS` (the README table is made from it).
 
 Values come from a `StateSnapshot`: the latest silver row per instance (broker_state, its
@@ -19,23 +21,21 @@ Every other label takes values from the config (targets, groups) or a closed set
 from __future__ import annotations
 
 import logging
+import platform
 import threading
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from importlib.metadata import PackageNotFoundError, version
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector as PromCollector
 
 from alerts.rules import split_brain  # the one "active runs overlap" test, shared with the SplitBrain rule
 from collectors.packs import PACKS
 from lakehouse.tables import BROKER_STATE
-from settings.service import parse_listen
 
 log = logging.getLogger("brokerscope.exporter")
 
@@ -46,7 +46,7 @@ RECENT_DAYS = 1  # LakehouseState reads silver partitions of today and this many
 
 INSTANCE = ("group", "broker", "kind")  # not `instance`: Prometheus sets that to the exporter's address
 GROUP = ("group", "kind")
-TARGET = ("target", "kind", "group")
+TARGET = ("broker", "kind", "group")  # scrape metrics: `broker` is the target's configured name, as on INSTANCE
 DESTINATION = ("group", "broker", "kind", "destination", "type")
 LAG = ("group", "broker", "kind", "flow", "source_cluster", "target_cluster", "topic", "partition", "client")
 
@@ -87,15 +87,16 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "brokerscope_zookeeper_voters": ("gauge", ("ensemble",), "voting members of the ensemble"),
     "brokerscope_zookeeper_bare_majority": ("gauge", ("ensemble",), "1 when exactly a majority is in quorum: one more loss loses it"),
     "brokerscope_zookeeper_server_serving": ("gauge", ("ensemble", "server", "state"), "1 when the server serves clients at its last round (silver zk_server_state); `state` is leader, follower, …"),
-    "brokerscope_gc_pause_seconds": ("summary", ("target", "group"), "stop-the-world GC pauses read from the JVM's GC log (count and sum over the history in gc_events)"),
-    "brokerscope_gc_pause_max_seconds": ("gauge", ("target", "group"), "longest stop-the-world pause in the last 10 minutes of GC log"),
-    "brokerscope_gc_findings_total": ("counter", ("target", "group", "code", "severity"), "GC findings (gold gc_findings), e.g. code gc.pause-over-third-session"),
+    "brokerscope_gc_pause_seconds": ("summary", ("broker", "group"), "stop-the-world GC pauses read from the JVM's GC log (count and sum over the history in gc_events)"),
+    "brokerscope_gc_pause_max_seconds": ("gauge", ("broker", "group"), "longest stop-the-world pause in the last 10 minutes of GC log"),
+    "brokerscope_gc_findings_total": ("counter", ("broker", "group", "code", "severity"), "GC findings (gold gc_findings), e.g. code gc.pause-over-third-session"),
     "brokerscope_scrape_duration_seconds": ("gauge", TARGET, "duration of the target's last scrape (as jmx_exporter's jmx_scrape_duration_seconds)"),
     "brokerscope_target_clock_skew_seconds": ("gauge", TARGET, "the broker's clock minus the collector's, estimated from Jolokia's answer timestamps (silver collector_health.clock_skew_s)"),
     "brokerscope_scrape_up": ("gauge", TARGET, "1 when the target's last scrape got an answer"),
     "brokerscope_scrapes_total": ("counter", TARGET, "scrapes of the target since the service started"),
     "brokerscope_scrape_errors_total": ("counter", TARGET, "scrapes without answer since the service started"),
     "brokerscope_scrape_last_success_timestamp_seconds": ("gauge", TARGET, "when the target last answered"),
+    "brokerscope_build_info": ("gauge", ("version", "python_version"), "always 1; the running brokerscope's version and Python's (as prometheus_build_info)"),
     "brokerscope_analysis_runs_total": ("counter", (), "incremental Spark analysis runs of this service"),
     "brokerscope_analysis_errors_total": ("counter", (), "analysis runs that failed (the service goes on; see its log)"),
     "brokerscope_analysis_duration_seconds": ("gauge", (), "duration of the last analysis run"),
@@ -569,7 +570,15 @@ def metric_families(snap: StateSnapshot, max_destination_series: int = DEFAULT_M
         + service_families(snap)
     )
     fams.append(family("brokerscope_exporter_folded_series", (((name,), n) for name, n in folded.items() if n)))
+    fams.append(family("brokerscope_build_info", [((brokerscope_version(), platform.python_version()), 1)]))
     return [f for f in fams if f.samples]
+
+
+def brokerscope_version() -> str:
+    try:
+        return version("brokerscope")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
 
 
 # --- serving -------------------------------------------------------------------------------------
@@ -591,63 +600,6 @@ class SnapshotCollector(PromCollector):
             log.error("reading the state for /metrics failed: %s", e)
             return iter(())
         return iter(metric_families(snap, self.max_destination_series))
-
-
-class MetricsListenError(OSError):
-    """/metrics cannot be served where configured (port taken, address not local)."""
-
-
-
-
-@dataclass
-class MetricsServer:
-    """The /metrics HTTP endpoint on its own thread (prometheus-client's server)."""
-
-    host: str
-    port: int
-    server: object
-    thread: threading.Thread
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
-
-def serve_metrics(snapshot: Callable[[], StateSnapshot], listen: str = "127.0.0.1:9464",
-                  max_destination_series: int = DEFAULT_MAX_DESTINATION_SERIES) -> MetricsServer:
-    """Start serving /metrics (loopback unless told otherwise); its own registry, so only
-    brokerscope_ families and the process' own (process_*) are exposed."""
-
-    host, port = parse_listen(listen)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(snapshot, max_destination_series))
-    ProcessCollector(registry=registry)
-    try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
-    except OSError as e:
-        raise MetricsListenError(f"cannot serve /metrics on {host}:{port}: {e.strerror or e}; "
-                                 "choose another `service.metrics_listen` (port 0 picks a free one)") from None
-    return MetricsServer(host, server.server_address[1], server, thread)
-
-
-def wait_metrics(url: str, timeout: float = 10.0) -> str:
-    """GET /metrics until it answers (for tests and the bench)."""
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                return r.read().decode()
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def metrics_table_markdown() -> str:

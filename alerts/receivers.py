@@ -126,10 +126,10 @@ def pagerduty_events(n: Notification, routing_key: str) -> list[dict]:
             summary = a.annotations.get("summary") or a.alertname
             ev["payload"] = {
                 "summary": summary[:1024],
-                "source": a.labels.get("instance") or a.labels.get("cluster") or "brokerscope",
+                "source": a.labels.get("broker") or a.labels.get("cluster") or "brokerscope",
                 "severity": _PD_SEVERITY.get(a.labels.get("severity", ""), "warning"),
                 "timestamp": format_ts(a.starts_at),
-                "component": a.labels.get("instance") or a.labels.get("group", ""),
+                "component": a.labels.get("broker") or a.labels.get("group", ""),
                 "group": a.labels.get("cluster", ""),
                 "class": a.alertname,
                 "custom_details": {"labels": a.labels, "annotations": a.annotations,

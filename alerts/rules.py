@@ -89,6 +89,8 @@ class Alert:
 
 
 def _labels(alertname: str, severity: str, **extra: object) -> dict[str, str]:
+    """An alert's labels; the broker concerned is `broker` (as on every metric, alerts/exporter.py), never
+    `instance`, which Prometheus and Alertmanager users read as the scraped endpoint."""
     out = {"alertname": alertname, "severity": severity}
     for k, v in extra.items():
         if v is not None and str(v) != "":
@@ -257,7 +259,7 @@ def rule_failover(t: Tables, ctx: Context) -> list[Alert]:
         if r["event_type"] not in ("failover", "failback") or not _recent(r["new_first_active"], ctx.now, ctx.rules.failover_hold):
             continue
         out.append(Alert(
-            _labels("FailoverHappened", "warning", cluster=r["group_name"], group=r["group_name"], instance=r["to_instance"]),
+            _labels("FailoverHappened", "warning", cluster=r["group_name"], group=r["group_name"], broker=r["to_instance"]),
             {"summary": f"{r['event_type']} in {r['group_name']}: {r['from_instance']} → {r['to_instance']}, "
                         f"outage ≤ {_secs(r['outage_upper_s'])}",
              "description": f"{r['from_instance']} last seen active {format_ts(r['old_last_active'])}; "
@@ -270,7 +272,7 @@ def rule_failover(t: Tables, ctx: Context) -> list[Alert]:
 
 def _finding_alert(alertname: str, r: dict, source: str, default_sev: str, **extra: object) -> Alert:
     labels = _labels(alertname, _sev(r.get("severity"), default_sev), cluster=r.get("group_name"),
-                     group=r.get("group_name"), instance=r.get("instance"), **extra)
+                     group=r.get("group_name"), broker=r.get("instance"), **extra)
     ann = {"summary": r["message"]}
     if r.get("advice"):
         ann["runbook"] = r["advice"]
@@ -374,7 +376,7 @@ def rule_gc_pause(t: Tables, ctx: Context) -> list[Alert]:
             continue
         out.append(Alert(
             _labels("GcPauseOverHaThreshold", "critical", cluster=r["group_name"], group=r["group_name"],
-                    instance=r["target"], code=r["code"]),
+                    broker=r["target"], code=r["code"]),
             {"summary": r["message"], **({"runbook": r["advice"]} if r["advice"] else {})},
             r["ts"], source="gc_findings", refs=[("gc_findings", r["finding_id"])]))
     return out
@@ -404,7 +406,7 @@ def rule_collector(t: Tables, ctx: Context) -> list[Alert]:
             continue
         group = next((o[4] for o in reversed(obs) if o[4]), None)
         out.append(Alert(
-            _labels("CollectorCannotReachTarget", "warning", cluster=group, group=group, instance=target),
+            _labels("CollectorCannotReachTarget", "warning", cluster=group, group=group, broker=target),
             {"summary": f"brokerscope cannot reach {target} since {format_ts(since)}"
                         + (f" ({last[3]})" if last[3] else ""),
              "description": last[2] or "no answer",
@@ -433,7 +435,7 @@ def rule_clock_skew(t: Tables, ctx: Context) -> list[Alert]:
         since, skew, group = obs[i][0], obs[-1][1], obs[-1][2]
         way = "ahead of" if skew > 0 else "behind"
         out.append(Alert(
-            _labels("ClockSkew", "warning", cluster=group, group=group, instance=target),
+            _labels("ClockSkew", "warning", cluster=group, group=group, broker=target),
             {"summary": f"{target}'s clock is {abs(skew):.1f} s {way} brokerscope's since {format_ts(since)}",
              "description": "estimated from the Jolokia agent's answer timestamps (whole seconds; within about "
                             "0.1 s once 30 scrapes are in the estimate)",

@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
 import sys
+from collections import Counter
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from brokerscope.cli_args import add_time_window
 from brokerscope.demo import run_demo
 from brokerscope.errors import USER_ERRORS
 from brokerscope.gc_cli import collect_with_gc
-from brokerscope.timeline import ZK_TIMELINE_TABLES, build_timeline, render_incidents, render_json, render_text
+from brokerscope.next_step import MissingStep, missing_before_analysis, missing_gold
+from brokerscope.timeline import (
+    ZK_TIMELINE_TABLES,
+    build_timeline,
+    incidents_between,
+    render_incidents,
+    render_json,
+    render_text,
+)
 from collectors.replay import replay
 from collectors.scraper import collect
 from collectors.text import PrintableFormatter, printable
 from infra import lab
 from lakehouse.store import Lakehouse
 from lakehouse.tables import TABLES, catalogue_markdown
-from settings import load_config, parse_duration, parse_since
+from settings import CONFIG_HELP, config_warnings, load_config, parse_duration
 
 
 def _load(args):
@@ -78,9 +92,12 @@ def cmd_replay(args) -> int:
 
 
 def cmd_analyze(args) -> int:
+    cfg = _load(args)
+    missing = missing_before_analysis(cfg, args.config)
+    if missing:  # before starting Spark: an empty analysis would run for half a minute and write empty tables
+        raise MissingStep(missing)
     from analysis.runner import analyze  # deferred: pyspark is heavy to import
 
-    cfg = _load(args)
     say = lambda m: print(f"· {m}", file=sys.stderr)  # noqa: E731
     counts = analyze(cfg, mode=getattr(args, "mode", "auto"), progress=say, full=getattr(args, "full", False))
     for name, n in counts.items():
@@ -91,39 +108,85 @@ def cmd_analyze(args) -> int:
 SPINE_TABLES = ("role_intervals", "failover_events", "split_brain_windows")  # written together by the spine job
 
 
-def cmd_timeline(args) -> int:
-
-    cfg = _load(args)
-    lh = Lakehouse(cfg.lakehouse_root())
+def spine_problem(cfg, config_arg: str, lh: Lakehouse) -> str | None:
+    """Why the timeline cannot be told: a missing step, or spine tables deleted after an analysis."""
     spine = [n for n in SPINE_TABLES if lh.exists(n)]
-    if not spine and not lh.exists("gc_findings") or 0 < len(spine) < len(SPINE_TABLES):
-        present = [t.name for t in TABLES.values() if t.layer == "gold" and lh.exists(t.name)]
-        if present:  # analysed before: a gold table was deleted or moved, an empty timeline would lie
-            gone = [n for n in SPINE_TABLES if n not in spine]
-            print(f"gold table(s) {', '.join(gone)} missing under {cfg.lakehouse_root()} while {len(present)} other gold "
-                  f"table(s) exist (deleted or moved?); rebuild them with `brokerscope analyze --full --config {args.config}`",
-                  file=sys.stderr)
-            return 2
-        print(f"no gold tables under {cfg.lakehouse_root()} yet; run `brokerscope analyze --config {args.config}` first", file=sys.stderr)
+    if spine and len(spine) == len(SPINE_TABLES) or not spine and lh.exists("gc_findings"):
+        return None
+    present = [t.name for t in TABLES.values() if t.layer == "gold" and lh.exists(t.name)]
+    if present:  # analysed before: a gold table was deleted or moved, an empty timeline would lie
+        gone = [n for n in SPINE_TABLES if n not in spine]
+        return (f"gold table(s) {', '.join(gone)} missing under {cfg.lakehouse_root()} while {len(present)} other gold "
+                f"table(s) exist (deleted or moved?); rebuild them with "
+                f"`brokerscope analyze --full --config {config_arg}`")
+    return missing_gold(cfg, config_arg, "role_intervals")
+
+
+def known_groups(lh: Lakehouse) -> list[str]:
+    """HA groups, clusters and ensembles the gold tables know."""
+    names: set[str] = set()
+    for table, column in (("role_intervals", "group_name"), ("incidents", "cluster"), ("zk_quorum", "ensemble"),
+                          ("gc_findings", "group_name")):
+        if lh.exists(table):
+            names |= {x for x in lh.read(table, columns=[column]).column(column).to_pylist() if x}
+    return sorted(names)
+
+
+def empty_window_text(args, since: datetime | None, until: datetime | None, everything: list) -> str:
+    """Why a timeline came out empty: the window, and what the data does cover."""
+    window = " ".join(filter(None, [since and f"since {since:%Y-%m-%d %H:%M:%S} UTC",
+                                    until and f"until {until:%Y-%m-%d %H:%M:%S} UTC"]))
+    where = f" for group {args.group}" if args.group else ""
+    if not everything:
+        return f"nothing happened{where} in the analysed data (no role changes, GC pauses or elections)\n"
+    first, last = min(e.ts for e in everything), max(e.ts for e in everything)
+    return (f"no entries{where} {window}; the timeline{where} covers {first:%Y-%m-%d %H:%M:%S} … "
+            f"{last:%Y-%m-%d %H:%M:%S} UTC ({len(everything)} entries): widen --since / --until\n")
+
+
+def cmd_timeline(args) -> int:
+    cfg = _load(args)
+    before = missing_before_analysis(cfg, args.config)  # before Lakehouse(): it would create the folder
+    if before:
+        print(f"error: {before}", file=sys.stderr)
         return 1
-    entries = build_timeline(
+    lh = Lakehouse(cfg.lakehouse_root())
+    problem = spine_problem(cfg, args.config, lh)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2 if problem.startswith("gold table(s)") else 1
+    if args.group and args.group not in (groups := known_groups(lh)):
+        raise MissingStep(f"no group {args.group!r} in {cfg.lakehouse_root()}; groups: {', '.join(groups) or 'none'}")
+    since, until = args.since, args.until
+    everything = build_timeline(
         lh.read("role_intervals"),
         lh.read("failover_events"),
         lh.read("split_brain_windows"),
         lh.read("broker_state", columns=["instance", "ts", "error", "role", "active"]),
         group=args.group,
-        since=parse_since(args.since),
         gc_findings=lh.read("gc_findings") if lh.exists("gc_findings") else None,
         zk_tables={n: lh.read(n) for n in ZK_TIMELINE_TABLES if lh.exists(n)},
     )
+    entries = [e for e in everything if not (since and e.ts < since or until and e.ts > until)]
+    incidents = incidents_between(lh.read("incidents"), args.group, since, until) if lh.exists("incidents") else []
     if args.format == "json":
-        sys.stdout.write(render_json(entries))
+        sys.stdout.write(render_json(entries, incidents, since, until))
         return 0
-    text = render_text(entries)  # broker-supplied names escaped (collectors.text.printable)
+    text = render_text(entries) if entries else empty_window_text(args, since, until, everything)
     if lh.exists("incidents"):
+        text += render_incidents(lh.read("incidents"), group=args.group, since=since, until=until)
+    sys.stdout.write(text)  # broker-supplied names escaped (collectors.text.printable)
+    return 0
 
-        text += render_incidents(lh.read("incidents"), group=args.group, since=parse_since(args.since))
-    sys.stdout.write(text)
+
+def cmd_check_config(args) -> int:
+    """Validate a config without touching brokers or the lakehouse (promtool check config)."""
+    cfg = load_config(args.file)
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(Counter(t.kind for t in cfg.targets).items())) or "no targets"
+    print(f"{args.file}: valid — {len(cfg.targets)} target(s) ({kinds}), scrape every {cfg.scrape_interval:g} s, "
+          f"lakehouse {cfg.lakehouse_root()}")
+    for warning in config_warnings(cfg):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -147,13 +210,32 @@ def cmd_lab(args) -> int:
     return lab.main([args.action, "--workdir", args.workdir])
 
 
+def brokerscope_version() -> str:
+    try:
+        return version("brokerscope")
+    except PackageNotFoundError:  # run from a source tree without `pip install -e .`
+        return "unknown (not installed)"
+
+
+def allow_verbose_anywhere(sub: argparse._SubParsersAction) -> None:
+    """`-v` after the subcommand too (`brokerscope run -c x.yaml -v`), as kubectl and amtool take it."""
+    for sp in dict.fromkeys(sub.choices.values()):
+        if not any("-v" in a.option_strings for a in sp._actions):
+            sp.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                            help="debug logging, Spark's own warnings included")
+        for nested in sp._actions:
+            if isinstance(nested, argparse._SubParsersAction):
+                allow_verbose_anywhere(nested)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="brokerscope", description="Failover analytics for HA message brokers")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging, Spark's own warnings included")
+    p.add_argument("--version", action="version", version=f"brokerscope {brokerscope_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_config(sp):
-        sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+        sp.add_argument("--config", "-c", required=True, help=CONFIG_HELP)
         return sp
 
     sp = with_config(sub.add_parser("collect", help="scrape the targets into bronze"))
@@ -176,14 +258,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = with_config(sub.add_parser("timeline", help="tell what the HA machinery did, in plain words"))
     sp.add_argument("--group", help="only this HA group")
-    sp.add_argument("--since", help="from this time (RFC 3339) or look-back (e.g. 15m)")
-    sp.add_argument("--format", choices=["text", "json"], default="text")
+    add_time_window(sp)
+    sp.add_argument("--format", "-o", choices=["text", "json"], default="text",
+                    help="json: {entries, incidents}, every number a field")
     sp.set_defaults(func=cmd_timeline)
+
+    check = sub.add_parser("check", help="validate without running (like promtool check)")
+    what = check.add_subparsers(dest="what", required=True)
+    sp = what.add_parser("config", help="validate a config file: every key, target and setting; touches nothing")
+    sp.add_argument("file", metavar="FILE")
+    sp.set_defaults(func=cmd_check_config)
 
     # Each part registers its own subcommands (one module per part, one add_parser(sub) each).
 
     for module in ("brokerscope.gc_cli", "brokerscope.simulate_cli", "brokerscope.drill_cli", "brokerscope.run_cli",
-                   "alerts.cli", "dashboards.cli"):
+                   "brokerscope.incidents_cli", "alerts.cli", "dashboards.cli"):
         importlib.import_module(module).add_parser(sub)
 
     sp = sub.add_parser("tables", help="list the table contracts")
@@ -200,11 +289,31 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("action", choices=["start", "stop", "status"])
     sp.add_argument("--workdir", default="./var/lab")
     sp.set_defaults(func=cmd_lab)
+    allow_verbose_anywhere(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with spark_warnings(args.verbose):
+        return run_command(args)
+
+
+@contextlib.contextmanager
+def spark_warnings(verbose: bool):
+    """-v: Spark's own warnings too (lakehouse.spark.spark_session reads the level; ERROR otherwise),
+    for this command only (main() may run several commands in one process: tests, the demo)."""
+    key, before = "BROKERSCOPE_SPARK_LOG_LEVEL", os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL")
+    if verbose and before is None:
+        os.environ[key] = "WARN"
+    try:
+        yield
+    finally:
+        if verbose and before is None:
+            os.environ.pop(key, None)
+
+
+def run_command(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR)
     for handler in logging.getLogger().handlers:  # names and answers from brokers are escaped in logs too
         handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))

@@ -1,5 +1,6 @@
 """Errors that are the user's to fix: the CLI prints them as one clear message, no traceback."""
 
+from brokerscope.next_step import MissingStep
 from collectors.gc.limits import GcInputError
 from collectors.jolokia import UnsafeRequestError
 from collectors.recording import RecordingError
@@ -8,7 +9,7 @@ from settings import ConfigError
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [ConfigError, RecordingError, UnsafeRequestError, GcInputError, FileNotFoundError]
+    errors: list[type[BaseException]] = [ConfigError, MissingStep, RecordingError, UnsafeRequestError, GcInputError, FileNotFoundError]
     try:
 
         errors.append(LakehouseError)

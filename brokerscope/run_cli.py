@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from alerts.exporter import MetricsListenError
+from alerts.metrics_server import MetricsListenError
 from brokerscope.service import Service, say
-from settings import ConfigError, load_config, parse_duration
+from settings import CONFIG_HELP, ConfigError, config_warnings, load_config, parse_duration
 
 
 def cmd_run(args) -> int:
@@ -29,6 +29,8 @@ def cmd_run(args) -> int:
         raise ConfigError(f"brokerscope run: invalid option ({problems})") from None
     except ValueError as e:
         raise ConfigError(f"brokerscope run: --duration: {e}") from None
+    for warning in config_warnings(cfg):  # said even with --quiet, once, at the start
+        say(f"warning: {warning}")
     try:
         stats = Service(cfg, settings, progress=None if args.quiet else say).run(duration)
     except MetricsListenError as e:
@@ -45,9 +47,9 @@ def add_parser(sub) -> None:
         "run",
         help="long-lived service: collect, analyse in the background, alert within seconds, serve /metrics",
         description="Collectors, incremental Spark analysis, alerting and the Prometheus exporter in one process. "
-        "Settings: the `service:` section of the config (README, 'brokerscope run'). Stop with SIGTERM or Ctrl-C.",
+        "Settings: the `service:` section of the config (README, 'Running it: alerts, metrics, dashboard'). Stop with SIGTERM or Ctrl-C.",
     )
-    sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+    sp.add_argument("--config", "-c", required=True, help=CONFIG_HELP)
     sp.add_argument("--duration", help="stop after this long (e.g. 30s, 5m); default: until SIGTERM / Ctrl-C")
     sp.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve /metrics here (default: service.metrics_listen, 127.0.0.1:9464)")
     sp.add_argument("--no-metrics", action="store_true", help="do not serve /metrics")

@@ -29,15 +29,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-from alerts.exporter import LatestState, StateSnapshot, gold_rows, serve_metrics
+from alerts.exporter import LatestState, StateSnapshot, gold_rows
+from alerts.metrics_server import serve_metrics
 from alerts.pipeline import AlertPipeline
 from collectors.base import Rows, obs_key
 from collectors.gc.tailer import GcTailer
 from collectors.packs import pack_for
 from collectors.quarantine import normalize_checked
-from collectors.text import printable
 from collectors.recording import observation_from_envelope
 from collectors.scraper import Collector
+from collectors.text import printable
 from lakehouse.store import Lakehouse
 from settings import Config, Target
 from settings.service import ServiceSettings

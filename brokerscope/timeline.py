@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -19,11 +19,16 @@ class Entry:
     what: str  # active | last-active | unanswered | failover | failback | restart | answering | back-inactive | split-brain | gc-pause
     #           | zk-election | zk-quorum-lost | zk-quorum-back | zk-lock-handover | zk-lease-vanished | zk-gc-lost-lease | zk-gc-election
     text: str
+    instances: tuple[str, ...] = ()  # every instance concerned (a split brain: both); default: (instance,)
+    facts: dict = field(default_factory=dict, compare=False)  # the numbers in the text, as fields (JSON)
 
     def as_json(self) -> dict:
-        d = asdict(self)
-        d["ts"] = _iso(self.ts)
-        return d
+        """ts (RFC 3339 UTC), group, what, text, instance (None when several), instances, then the
+        numbers behind the text as fields (outage bounds, messages per side, …; timestamps as RFC 3339)."""
+        many = self.instances or (self.instance,)
+        facts = {k: _iso(v) if isinstance(v, datetime) else v for k, v in self.facts.items()}
+        return {"ts": _iso(self.ts), "group": self.group, "what": self.what, "text": self.text,
+                "instance": many[0] if len(many) == 1 else None, "instances": list(many), **facts}
 
 
 def _iso(ts: datetime) -> str:
@@ -51,6 +56,7 @@ def build_timeline(
     since: datetime | None = None,
     gc_findings: pa.Table | None = None,
     zk_tables: dict[str, pa.Table] | None = None,
+    until: datetime | None = None,
 ) -> list[Entry]:
     state_rows = _rows(broker_state.select(["instance", "ts", "error", "role", "active"]))
     errors = {(r["instance"], r["ts"]): r["error"] for r in state_rows if r["error"]}
@@ -104,7 +110,10 @@ def build_timeline(
             text += f" (taken over {_fmt_s(e['detection_s'])} after {old}'s first missed scrape)"
         if e["overlap"]:
             text += " — both were active for a while, see SPLIT BRAIN"
-        entries.append(Entry(e["new_first_active"], g, new, e["event_type"], text))
+        facts = {"from_instance": old, "to_instance": new, "old_last_active": e["old_last_active"],
+                 "new_first_active": e["new_first_active"], "outage_lower_s": e["outage_lower_s"],
+                 "outage_upper_s": e["outage_upper_s"], "detection_s": e["detection_s"], "overlap": bool(e["overlap"])}
+        entries.append(Entry(e["new_first_active"], g, new, e["event_type"], text, facts=facts))
     for w in _rows(split_brain):
         text = (
             f"SPLIT BRAIN ({w['certainty']}): {w['instance_a']} and {w['instance_b']} both active "
@@ -115,7 +124,13 @@ def build_timeline(
         text += ")"
         if w["enqueued_a"] is not None or w["enqueued_b"] is not None:
             text += f"; messages accepted: {w['instance_a']} {w['enqueued_a'] or 0}, {w['instance_b']} {w['enqueued_b'] or 0}"
-        entries.append(Entry(w["certain_start"], w["group_name"], f"{w['instance_a']}+{w['instance_b']}", "split-brain", text))
+        pair = (w["instance_a"], w["instance_b"])
+        facts = {"certainty": w["certainty"], "certain_start": w["certain_start"], "certain_end": w["certain_end"],
+                 "possible_start": w["possible_start"], "possible_end": w["possible_end"],
+                 "duration_s": w["duration_s"],
+                 "messages_accepted": {w["instance_a"]: w["enqueued_a"], w["instance_b"]: w["enqueued_b"]}}
+        entries.append(Entry(w["certain_start"], w["group_name"], f"{pair[0]}+{pair[1]}", "split-brain", text,
+                             instances=pair, facts=facts))
 
     if gc_findings is not None:
         entries.extend(gc_pause_entries(gc_findings))
@@ -131,7 +146,7 @@ def build_timeline(
         seen.add(key)
         if group and e.group != group:
             continue
-        if since and e.ts < since:
+        if since and e.ts < since or until and e.ts > until:
             continue
         out.append(e)
     return out
@@ -226,8 +241,7 @@ def _short(err: str) -> str:
 
 
 def render_text(entries: list[Entry]) -> str:
-    if not entries:
-        return "no role changes found (run `brokerscope analyze` after collecting or replaying)\n"
+    """Entries by group, one line each (an empty list: the caller says why, see brokerscope.cli)."""
     lines = []
     group = None
     for e in entries:
@@ -238,14 +252,15 @@ def render_text(entries: list[Entry]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_incidents(incidents: pa.Table, group: str | None = None, since: datetime | None = None) -> str:
+def render_incidents(incidents: pa.Table, group: str | None = None, since: datetime | None = None,
+                     until: datetime | None = None) -> str:
     """Gold incidents as text, oldest first: title, when, status, the narrative and the advice
-    (`group`: only that cluster; `since`: only incidents still going on after it)."""
-    rows = [r for r in _rows(incidents) if (not group or r["cluster"] == group) and (not since or r["end_ts"] >= since)]
+    (`group`: only that cluster; `since`/`until`: only incidents going on between them)."""
+    rows = incidents_between(incidents, group, since, until)
     if not rows:
         return ""
     lines = ["", "=== incidents ==="]
-    for r in sorted(rows, key=lambda r: (r["start_ts"], r["incident_id"])):
+    for r in rows:
         start = r["start_ts"].astimezone(timezone.utc)
         lines.append(f"[{printable(r['severity'].upper())}] {printable(r['title'])}")
         lines.append(f"  {start:%Y-%m-%d %H:%M:%S} UTC, {_dur(r['duration_s'])}, {r['status']}, "
@@ -255,5 +270,29 @@ def render_incidents(incidents: pa.Table, group: str | None = None, since: datet
     return "\n".join(lines) + "\n"
 
 
-def render_json(entries: list[Entry]) -> str:
-    return json.dumps([e.as_json() for e in entries], indent=2) + "\n"
+INCIDENT_JSON_FIELDS = ("incident_id", "cluster", "kind", "severity", "status", "start_ts", "end_ts", "duration_s",
+                        "title", "narrative", "advice", "finding_count", "has_split_brain", "has_failover")
+
+
+def incident_json(r: dict) -> dict:
+    """One gold incident for machines: its fields, the 8-character short id, instances and codes as lists."""
+    out = {k: (_iso(r[k]) if isinstance(r.get(k), datetime) else r.get(k)) for k in INCIDENT_JSON_FIELDS}
+    out["short_id"] = r["incident_id"][:8]
+    out["instances"] = [x for x in (r.get("instances") or "").split(",") if x]
+    out["codes"] = [x for x in (r.get("codes") or "").split(",") if x]
+    return out
+
+
+def incidents_between(incidents: pa.Table, group: str | None, since: datetime | None, until: datetime | None) -> list[dict]:
+    """Incidents of the group (all when None) going on at some point from since to until, oldest first."""
+    rows = [r for r in _rows(incidents) if (not group or r["cluster"] == group) and (not since or r["end_ts"] >= since)
+            and (not until or r["start_ts"] <= until)]
+    return sorted(rows, key=lambda r: (r["start_ts"], r["incident_id"]))
+
+
+def render_json(entries: list[Entry], incidents: list[dict] | None = None, since: datetime | None = None,
+                until: datetime | None = None) -> str:
+    """{"since", "until", "entries": [...], "incidents": [...]} (Entry.as_json, incident_json)."""
+    doc = {"since": since and _iso(since), "until": until and _iso(until), "entries": [e.as_json() for e in entries],
+           "incidents": [incident_json(r) for r in incidents or []]}
+    return json.dumps(doc, indent=2) + "\n"

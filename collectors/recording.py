@@ -231,7 +231,7 @@ def _parse_line(p: Path, no: int, raw: bytes, last: bool, report: ReadReport, st
         problem = f"not JSON ({e.__class__.__name__}: {str(e)[:80]})"
     if problem:
         if strict:
-            raise RecordingError(f"{p}:{no}: {problem}; fix or remove the line (see README, 'Recordings')")
+            raise RecordingError(f"{p}:{no}: {problem}; fix or remove the line (see README, 'Recordings and replay')")
         report.bad_lines.append((no, problem))
         return None
     report.envelopes += 1

@@ -25,6 +25,7 @@ from collectors.text import printable
 from dashboards import data as D
 from dashboards import layout as L
 from dashboards.figures import incident_timeline, lag_figure
+from dashboards.overview import group_statuses
 from dashboards.report import FORMATS, render
 from lakehouse.store import Lakehouse, LakehouseError
 from settings import parse_since
@@ -93,16 +94,29 @@ def lakehouse_empty(gold: D.Gold) -> bool:
     return not any(gold.has(t) for t in ("broker_state", "role_intervals", "incidents", "zk_quorum", "gc_findings"))
 
 
-def overview_page(gold: D.Gold):
+def overview_page(gold: D.Gold, refresh_s: float = L.OVERVIEW_REFRESH_MS / 1000):
     if lakehouse_empty(gold):
         return L.message_page("No data yet", f"The lakehouse at {gold.root} has no tables yet. Collect or replay "
                                              "(brokerscope collect -c CFG / brokerscope replay -c CFG FILE), then run "
                                              "brokerscope analyze -c CFG.")
+    return L.overview_layout(*overview_data(gold), refresh_ms=int(refresh_s * 1000))
+
+
+def overview_data(gold: D.Gold) -> tuple[list[dict], list[dict] | None, D.MissingTable | None]:
+    """Groups now (worst first), incidents, and the incidents table's absence if it is absent."""
     try:
         incidents, missing = D.incident_list(gold), None
     except D.MissingTable as e:
         incidents, missing = None, e
-    return L.overview_layout(D.group_statuses(gold), incidents, missing)
+    return group_statuses(gold), incidents, missing
+
+
+def refreshed_overview(gold: D.Gold):
+    """The overview's body again, for its refresh timer (an error says so instead of a stale page)."""
+    try:
+        return L.overview_body(*overview_data(gold))
+    except LakehouseError as e:
+        return L.message_page("The lakehouse cannot be read", str(e))
 
 
 def incident_figure(bundle: D.IncidentBundle):
@@ -128,12 +142,12 @@ def view_page(gold: D.Gold, view: D.FindingView):
     return L.findings_layout(view, groups, view_content(gold, view), extra)
 
 
-def route(gold: D.Gold, path: str):
+def route(gold: D.Gold, path: str, refresh_s: float = L.OVERVIEW_REFRESH_MS / 1000):
     """The page for a URL path; missing tables and unknown ids become pages that say what to do."""
     path = path or "/"
     try:
         if path == "/":
-            return overview_page(gold)
+            return overview_page(gold, refresh_s)
         if path.startswith("/incident/"):
             return incident_page(gold, unquote(path[len("/incident/"):]))
         if path in D.VIEW_BY_PATH:
@@ -254,7 +268,12 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
 
     @app.callback(Output("page", "children"), Input("url", "pathname"))
     def _page(pathname):
-        return L.shell(pathname or "/", route(gold, pathname))
+        return L.shell(pathname or "/", route(gold, pathname, settings.overview_refresh))
+
+    @app.callback(Output("overview-body", "children"), Input("overview-refresh", "n_intervals"),
+                  prevent_initial_call=True)
+    def _overview_refresh(_n):
+        return refreshed_overview(gold)
 
     app.clientside_callback(ZOOM_FROM_RELAYOUT, Output("zoom", "data"), Input("timeline", "relayoutData"),
                             prevent_initial_call=True)
@@ -324,10 +343,17 @@ class DashboardServer:
         self.stop()
 
 
-def open_gold(root: str, max_points: int = 1000) -> D.Gold:
-    """The lakehouse at root, which must exist (never created by the dashboard)."""
+def open_gold(root: str, max_points: int = 1000, stale_after_s: float | None = None,
+              hole_s: float | None = None) -> D.Gold:
+    """The lakehouse at root, which must exist (never created by the dashboard); `stale_after_s`:
+    the age past which the overview calls a group's state unknown (dashboards/health.py)."""
 
     if "://" not in root and not Path(root).is_dir():
         raise FileNotFoundError(f"no lakehouse at {root}: collect or replay first (brokerscope collect -c CFG / "
                                 "brokerscope replay -c CFG FILE), then brokerscope analyze -c CFG")
-    return D.Gold(Lakehouse(root), max_points=max_points)
+    gold = D.Gold(Lakehouse(root), max_points=max_points)
+    if stale_after_s is not None:
+        gold.stale_after_s = stale_after_s
+    if hole_s is not None:
+        gold.hole_s = hole_s
+    return gold

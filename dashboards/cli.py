@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from dashboards import data as D
+from dashboards.health import stale_after
 from dashboards.report import render
-from settings import ConfigError, load_config
+from settings import CONFIG_HELP, ConfigError, load_config
 from settings.dashboard import check_exposure
 
 
@@ -24,7 +25,8 @@ def cmd_dashboard(args) -> int:
             if settings.auth.mode == "basic" else None
     except ValueError as e:
         raise ConfigError(f"{args.config}: {e}") from None
-    gold = open_gold(cfg.lakehouse_root(), settings.max_points)
+    gold = open_gold(cfg.lakehouse_root(), settings.max_points,
+                     stale_after(cfg.scrape_interval, cfg.service.analysis_interval), cfg.hole_tolerance())
     server = DashboardServer(create_app(gold, settings, password, bind_host=host), host, port, quiet=False)
     print(f"brokerscope dashboard on {server.url} (lakehouse {cfg.lakehouse_root()}, auth: {settings.auth.mode}); "
           "Ctrl-C to stop", file=sys.stderr)
@@ -36,7 +38,7 @@ def cmd_report(args) -> int:
     from dashboards.app import open_gold  # deferred: dash is heavy to import
 
     cfg = load_config(args.config)
-    gold = open_gold(cfg.lakehouse_root())
+    gold = open_gold(cfg.lakehouse_root(), hole_s=cfg.hole_tolerance())
     try:
         text = render(D.load_incident(gold, args.incident_id), args.format)
     except (D.MissingTable, D.NotFound) as e:
@@ -53,14 +55,16 @@ def cmd_report(args) -> int:
 def add_parser(sub) -> None:
     """Register `dashboard` and `report` on the `brokerscope` parser."""
     sp = sub.add_parser("dashboard", help="the web app: overview, incidents, findings (reads gold tables, no JVM)")
-    sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+    sp.add_argument("--config", "-c", required=True, help=CONFIG_HELP)
     sp.add_argument("--host", help="address to bind (default: dashboard.host, 127.0.0.1); another needs auth")
     sp.add_argument("--port", type=int, help="port (default: dashboard.port, 8050)")
     sp.set_defaults(func=cmd_dashboard)
 
     sp = sub.add_parser("report", help="post-incident report of one incident (self-contained HTML or Markdown)")
-    sp.add_argument("incident_id", metavar="INCIDENT_ID", help="incidents.incident_id (the dashboard shows it)")
-    sp.add_argument("--config", "-c", required=True, help="YAML config (see README, 'Configuration')")
+    sp.add_argument("incident_id", metavar="INCIDENT_ID",
+                    help="the id, or any unique start of it (≥ 4 characters), "
+                    "as `brokerscope incidents` and the timeline print it")
+    sp.add_argument("--config", "-c", required=True, help=CONFIG_HELP)
     sp.add_argument("--format", choices=["html", "md"], default="html")
     sp.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     sp.set_defaults(func=cmd_report)

@@ -16,14 +16,16 @@ import json
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
 
+from dashboards.health import stale_after
+from dashboards.states import state_runs
 from lakehouse.store import Lakehouse, sql_literal
 from lakehouse.tables import TABLES
 
@@ -92,8 +94,12 @@ def split_names(text: str | None) -> list[str]:
 class Gold:
     """The lakehouse as the dashboard reads it: cached per table version, clear errors."""
 
-    def __init__(self, lakehouse: Lakehouse, max_points: int = 1000, cache_size: int = 64, fresh_s: float = 2.0):
+    def __init__(self, lakehouse: Lakehouse, max_points: int = 1000, cache_size: int = 64, fresh_s: float = 2.0,
+                 stale_after_s: float = stale_after(5.0, 30.0), clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
         self.lh = lakehouse
+        self.stale_after_s = stale_after_s  # the overview says "unknown" past this age (dashboards/health.py)
+        self.hole_s = 3 * 5.0 + 5.0  # no observation for longer: state unknown (Config.hole_tolerance; open_gold sets it)
+        self.clock = clock
         self.max_points = max_points
         self.fresh_s = fresh_s  # a table's version is looked up at most this often (one page reads many)
         self._cache: OrderedDict[tuple, pa.Table] = OrderedDict()
@@ -155,10 +161,34 @@ def incident_list(gold: Gold) -> list[dict]:
                                       -utc(r["start_ts"]).timestamp()))
 
 
+MIN_ID_PREFIX = 4  # shorter prefixes are refused: they would name a different incident tomorrow
+
+
+def resolve_incident_id(known: list[str], text: str) -> str:
+    """The incident id `text` names: itself, or the one id it is the start of (the timeline and
+    `brokerscope incidents` print the first 8 characters). NotFound says which step helps."""
+    if text in known:
+        return text
+    if len(text) < MIN_ID_PREFIX:
+        raise NotFound(f"no incident {text!r}; give the id or at least its first {MIN_ID_PREFIX} characters "
+                       "(`brokerscope incidents -c CFG` lists them)")
+    matches = sorted(i for i in known if i.startswith(text))
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NotFound(f"no incident {text!r} among {len(known)}; `brokerscope incidents -c CFG` lists them")
+    raise NotFound(f"{text!r} is the start of {len(matches)} incident ids ({', '.join(matches[:5])}); give more characters")
+
+
 def incident(gold: Gold, incident_id: str) -> dict:
+    """The incident with this id, or with the one id that starts with it."""
     got = rows(gold.read("incidents", filter=f"incident_id = {sql_literal(incident_id)}"))
     if not got:
-        raise NotFound(f"no incident {incident_id!r} in {gold.root}; `brokerscope dashboard` lists them")
+        try:
+            full = resolve_incident_id(rows_of(gold.read("incidents", columns=["incident_id"]), "incident_id"), incident_id)
+        except NotFound as e:
+            raise NotFound(f"{e} (lakehouse {gold.root})") from None
+        got = rows(gold.read("incidents", filter=f"incident_id = {sql_literal(full)}"))
     return got[0]
 
 
@@ -197,6 +227,7 @@ class TimelineData:
     zk_elections: list[dict] = field(default_factory=list)
     zk_handovers: list[dict] = field(default_factory=list)
     alerts: list[dict] = field(default_factory=list)
+    states: list[dict] = field(default_factory=list)  # per instance: runs of active/standby/starting/unreachable/unknown
     series: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # instance → ts and values
     bucket_s: float = 0.0  # 0: every observation drawn; else the width of the aggregation buckets
     events_behind: int = 0  # observations the series were aggregated from
@@ -219,6 +250,7 @@ def default_range(inc: dict, pad_fraction: float = 0.25, min_pad_s: float = 5.0)
 
 def load_incident(gold: Gold, incident_id: str, view: tuple[datetime, datetime] | None = None) -> IncidentBundle:
     inc = incident(gold, incident_id)
+    incident_id = inc["incident_id"]  # the full id when a prefix was given
     ev = evidence(gold, incident_id)
     ids_by_table: dict[str, list[str]] = {}
     for r in ev:
@@ -269,9 +301,11 @@ def timeline_data(gold: Gold, inc: dict, ev: list[dict], start: datetime, end: d
             f"AND ({group} OR {in_list('ensemble', ensembles)}) AND {_overlapping('start_ts', 'end_ts', start, end)}")))
     data.alerts = alert_rows(gold, start, end, cluster)
     data.instances = list(dict.fromkeys(x for x in data.instances if x))
-    state = gold.optional("broker_state", columns=["ts", "instance", "connections", "total_enqueued", "total_dequeued"],
+    state = gold.optional("broker_state", columns=["ts", "instance", "connections", "total_enqueued", "total_dequeued",
+                                                   "reachable", "active", "role"],
                           filter=f"{in_list('obs_date', dates_between(start, end))} AND {group} AND {in_range}")
     if state is not None:
+        data.states = state_runs(state, gold.hole_s)
         data.events_behind = state.num_rows
         data.series, data.bucket_s = bucketed_series(state, start, end, gold.max_points)
         data.instances += [i for i in data.series if i not in data.instances]
@@ -387,102 +421,6 @@ def alert_rows(gold: Gold, start: datetime, end: datetime, cluster: str) -> list
         if fingerprints & set((n["firing_fingerprints"] or []) + (n["resolved_fingerprints"] or [])):
             out.append({"ts": utc(n["sent_at"]), "text": f"sent to {n['receiver']} ({n['status']})", "row": n})
     return sorted(out, key=lambda a: a["ts"])
-
-
-def open_alerts(gold: Gold) -> dict[str, int]:
-    """Firing alerts per cluster: the latest alert_history row of each fingerprint says firing."""
-    latest = latest_per(gold.optional("alert_history", columns=["fingerprint", "cluster", "status", "changed_at"]),
-                        "fingerprint", ts="changed_at")
-    counts: dict[str, int] = {}
-    for r in latest.values():
-        if r["status"] == "firing" and r["cluster"]:
-            counts[r["cluster"]] = counts.get(r["cluster"], 0) + 1
-    return counts
-
-
-# --- overview -------------------------------------------------------------------------------------------
-
-
-def latest_per(table: pa.Table | None, key: str, ts: str = "ts") -> dict[str, dict]:
-    """The newest row (by `ts`) per value of `key`."""
-    out: dict[str, dict] = {}
-    if table is None or table.num_rows == 0:
-        return out
-    for r in table.sort_by([(ts, "ascending")]).to_pylist():
-        out[r[key]] = r
-    return out
-
-
-def recent_rows(gold: Gold, name: str, columns: list[str], key: str, wanted: set[str], max_days: int = 31) -> pa.Table | None:
-    """Rows of the newest obs_date partitions, going back day by day until every `wanted` value of
-    `key` was seen (or max_days): "now" for each instance without scanning all of history."""
-
-    if not gold.has(name):
-        return None
-    dt = DeltaTable(gold.lh.uri(name), storage_options=gold.lh.storage_options)
-    days = sorted({p["obs_date"] for p in dt.partitions() if p.get("obs_date")}, reverse=True)[:max_days]
-    parts, seen = [], set()
-    for day in days:
-        t = gold.read(name, columns=columns, filter=f"obs_date = {sql_literal(day)}")
-        parts.append(t)
-        seen |= set(t.column(key).to_pylist())
-        if wanted <= seen:
-            break
-    return pa.concat_tables(parts) if parts else None
-
-
-def state_members(groups: dict[str, dict]) -> list[str]:
-    return [i for grp in groups.values() for i in grp["members"]]
-
-
-def group_statuses(gold: Gold) -> list[dict]:
-    """Every HA group, cluster and ensemble now, worst first: live instance(s), backups and their
-    sync state, open incidents and risks, ZooKeeper quorum, alerts, collector health."""
-    groups: dict[str, dict] = {}
-
-    def g(name: str, kind: str) -> dict:
-        return groups.setdefault(name, {"group": name, "kind": kind, "live": [], "members": {}, "incidents": [],
-                                        "risks": [], "quorum": None, "alerts": 0, "collector_errors": [],
-                                        "last_seen": None})
-
-    for r in rows(gold.optional("role_intervals", filter="is_open = true")):
-        g(r["group_name"], r["kind"])["live"].append(r["instance"])
-    known = set(rows_of(gold.optional("role_intervals", columns=["instance"]), "instance"))
-    state = recent_rows(gold, "broker_state", ["ts", "kind", "group_name", "instance", "role", "active", "reachable",
-                                                "replica_sync", "error"], "instance", known)
-    for inst, r in latest_per(state, "instance").items():
-        grp = g(r["group_name"], r["kind"])
-        grp["members"][inst] = r
-        grp["last_seen"] = max(filter(None, [grp["last_seen"], utc(r["ts"])]))
-    health = recent_rows(gold, "collector_health", ["ts", "kind", "target", "group_name", "answered", "error_kind",
-                                                     "error"], "target", set(state_members(groups)))
-    group_of = {i: name for name, grp in groups.items() for i in grp["members"]}
-    for target, r in latest_per(health, "target").items():
-        if not r["answered"]:
-            name = group_of.get(target) or r["group_name"] or target
-            g(name, r["kind"])["collector_errors"].append(r)
-    if gold.has("incidents"):
-        for r in incident_list(gold):
-            if r["status"] == "open":
-                g(r["cluster"], r["kind"])["incidents"].append(r)
-    for r in rows(gold.optional("risk_findings", filter="is_open = true")):
-        g(r["group_name"], r["kind"])["risks"].append(r)
-    for r in rows(gold.optional("zk_quorum", filter="is_open = true")):
-        g(r["ensemble"], "zookeeper")["quorum"] = r
-    for cluster, n in open_alerts(gold).items():
-        g(cluster, groups.get(cluster, {}).get("kind", "?"))["alerts"] += n
-    return sorted(groups.values(), key=status_rank)
-
-
-def status_rank(grp: dict) -> tuple:
-    """Worst first: open incidents by severity, then a group without a live instance (or more than
-    one), lost quorum, open risks, open alerts, collector errors; then by name."""
-    worst = min((SEVERITY_RANK.get(i["severity"], 9) for i in grp["incidents"]), default=9)
-    risk = min((SEVERITY_RANK.get(r["severity"], 9) for r in grp["risks"]), default=9)
-    q = grp["quorum"]
-    live_problem = grp["kind"] not in ("zookeeper", "weblogic") and len(grp["live"]) != 1
-    return (worst, not (q and q["status"] != "present"), not live_problem, risk, -grp["alerts"],
-            -len(grp["collector_errors"]), grp["group"])
 
 
 # --- finding views -----------------------------------------------------------------------------------

@@ -85,6 +85,29 @@ def role_bars(data: TimelineData) -> list[go.Bar]:
     return bars
 
 
+STATE_COLOR = {"active": "rgba(46,125,50,0.18)", "standby": "rgba(21,101,192,0.45)", "starting": "rgba(249,168,37,0.6)",
+               "unreachable": "rgba(183,28,28,0.55)", "unknown": "rgba(158,158,158,0.35)"}
+STATE_LABEL = {"active": "state: active", "standby": "state: standby", "starting": "state: starting",
+               "unreachable": "state: not answering", "unknown": "state: unknown (no observation)"}
+
+
+def state_bars(data: TimelineData) -> list[go.Bar]:
+    """One wide bar per state run of each broker (dashboards/states.py), under the active bars:
+    the whole story — standby, starting, not answering, unknown — not only who was live."""
+    bars = []
+    for state, color in STATE_COLOR.items():
+        runs = [r for r in data.states if r["state"] == state]
+        if not runs:
+            continue
+        bars.append(go.Bar(
+            orientation="h", y=[esc(r["instance"]) for r in runs], base=[r["start"] for r in runs],
+            x=[max(_ms(r["start"], r["end"]), 1.0) for r in runs], name=STATE_LABEL[state], marker_color=color,
+            width=0.85, legendgroup=STATE_LABEL[state], hoverinfo="text",
+            hovertext=[f"{esc(r['instance'])} {STATE_LABEL[state].removeprefix('state: ')}<br>{stamp(r['start'])} → "
+                       f"{stamp(r['end'])}<br>{r['observations']} observation(s)" for r in runs]))
+    return bars
+
+
 def window_shapes(data: TimelineData) -> list[dict]:
     """Split-brain and outage windows as shaded bands over all rows; certain darker than possible."""
     shapes = []
@@ -167,8 +190,8 @@ def incident_timeline(data: TimelineData, title: str) -> go.Figure:
     """One figure per incident: roles, windows and markers on top; connections and message rates
     per instance beneath, on one shared time axis."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=[0.5, 0.22, 0.28],
-                        subplot_titles=("who was live", "client connections", "messages per second (in solid, out dotted)"))
-    for bar in role_bars(data):
+                        subplot_titles=("state per broker (wide) and who was live (solid green)", "client connections", "messages per second (in solid, out dotted)"))
+    for bar in state_bars(data) + role_bars(data):
         fig.add_trace(bar, row=1, col=1)
     for trace in marker_traces(data):
         fig.add_trace(trace, row=1, col=1)

@@ -7,8 +7,9 @@ from urllib.parse import quote
 
 from dash import dcc, html
 
-from dashboards.data import SEVERITY_RANK, VIEWS, FindingView, IncidentBundle, MissingTable, split_names
+from dashboards.data import VIEWS, FindingView, IncidentBundle, MissingTable, split_names
 from dashboards.figures import stamp
+from dashboards.health import GroupHealth, age_text
 from dashboards.report import value_text, window_sentences
 
 NAV = (("/", "Overview"),) + tuple((v.path, v.title) for v in VIEWS)
@@ -81,8 +82,19 @@ def member_line(inst: str, r: dict, live: list[str]) -> str:
     return f"{inst}: {r.get('role')}, {sync}"
 
 
+STATE_COLOR = {"failing": "#b71c1c", "unknown": "#616161", "degraded": "#ef6c00", "ok": "#2e7d32"}
+
+
+def state_badge(state: str) -> html.Span:
+    return html.Span(state, className=f"state state-{state}", style={
+        "background": STATE_COLOR.get(state, "#757575"), "color": "white", "borderRadius": "3px",
+        "padding": "1px 6px", "fontSize": "12px", "marginRight": "6px"})
+
+
 def group_card(grp: dict) -> html.Div:
-    worst = min((i["severity"] for i in grp["incidents"]), key=lambda s: SEVERITY_RANK.get(s, 9), default=None)
+    """One HA group: its state (dashboards/health.py) and why in one line, linked to the finding,
+    then what each member said last."""
+    health: GroupHealth = grp["health"]
     live = grp["live"]
     if grp["kind"] == "zookeeper":
         q = grp["quorum"]
@@ -92,6 +104,9 @@ def group_card(grp: dict) -> html.Div:
         live_text = ("live: " + ", ".join(live)) if live else "live: NONE"
         if len(live) > 1 and grp["kind"] != "weblogic":
             live_text += "  (more than one live!)"
+    if health.state == "unknown":
+        live_text = f"as last observed — {live_text}"
+    reason = dcc.Link(health.reason, href=health.href) if health.href else health.reason
     items = [html.Li(member_line(i, r, live)) for i, r in sorted(grp["members"].items())]
     items += [html.Li(f"open risk: {r['code']} on {r['instance'] or grp['group']} — {r['message']}") for r in grp["risks"]]
     items += [html.Li(f"collector: {r['target']} not answering ({r['error_kind'] or 'error'})") for r in grp["collector_errors"]]
@@ -99,20 +114,34 @@ def group_card(grp: dict) -> html.Div:
         items.append(html.Li(f"{grp['alerts']} open alert(s)"))
     links = [html.Li([badge(i["severity"]), dcc.Link(i["title"], href=incident_href(i["incident_id"]))])
              for i in grp["incidents"]]
+    seen = ""
+    if grp["last_seen"]:
+        seen = f"last observed {stamp(grp['last_seen'])} ({age_text(health.age_s or 0)} ago)"
     return html.Div([
-        html.H3([badge(worst) if worst else html.Span("ok", className="sev sev-ok", style={
-            "background": "#2e7d32", "color": "white", "borderRadius": "3px", "padding": "1px 6px", "fontSize": "12px",
-            "marginRight": "6px"}), grp["group"], html.Small(f"  {grp['kind']}", style={"color": "#777"})],
-            style={"margin": "0 0 4px 0", "fontSize": "16px"}),
+        html.H3([state_badge(health.state), grp["group"], html.Small(f"  {grp['kind']}", style={"color": "#777"})],
+                style={"margin": "0 0 4px 0", "fontSize": "16px"}),
+        html.Div(reason, className="reason", style={"marginBottom": "3px"}),
         html.Div(live_text, className="live", style={"fontWeight": "bold"}),
         html.Ul(items, style={"margin": "2px 0"}),
         html.Ul(links, className="open-incidents", style={"margin": "2px 0"}) if links else None,
-        html.Div(f"last observed {stamp(grp['last_seen'])}" if grp["last_seen"] else "", style={"color": "#777", "fontSize": "12px"}),
-    ], className="group-card", style={"border": "1px solid #cfd8dc", "borderRadius": "4px", "padding": "8px",
-                                      "margin": "6px", "width": "380px", "display": "inline-block", "verticalAlign": "top"})
+        html.Div(seen, className="last-seen", style={"color": "#777", "fontSize": "12px"}),
+    ], className=f"group-card group-{health.state}", **{"data-group": grp["group"], "data-state": health.state},
+        style={"border": "1px solid #cfd8dc", "borderLeft": f"5px solid {STATE_COLOR[health.state]}",
+               "borderRadius": "4px", "padding": "8px", "margin": "6px", "width": "380px", "display": "inline-block",
+               "verticalAlign": "top"})
 
 
-def overview_layout(groups: list[dict], incidents: list[dict] | None, incidents_missing: MissingTable | None = None) -> html.Div:
+OVERVIEW_REFRESH_MS = 10_000  # the overview re-reads the lakehouse this often (dcc.Interval)
+
+
+def overview_layout(groups: list[dict], incidents: list[dict] | None, incidents_missing: MissingTable | None = None,
+                    refresh_ms: int = OVERVIEW_REFRESH_MS) -> html.Div:
+    """The overview, inside a div the refresh timer re-renders (app.py: the overview-refresh callback)."""
+    return html.Div([dcc.Interval(id="overview-refresh", interval=refresh_ms),
+                     html.Div(overview_body(groups, incidents, incidents_missing), id="overview-body")], id="overview")
+
+
+def overview_body(groups: list[dict], incidents: list[dict] | None, incidents_missing: MissingTable | None = None) -> list:
     parts = [html.H2("HA groups now (worst first)"),
              html.Div([group_card(g) for g in groups] or [html.P("no groups observed yet")], id="groups")]
     parts.append(html.H2("Incidents"))
@@ -125,7 +154,7 @@ def overview_layout(groups: list[dict], incidents: list[dict] | None, incidents_
                      html.Td(r["status"], style=CELL), html.Td(r["cluster"], style=CELL),
                      html.Td(stamp(r["start_ts"]), style=CELL), html.Td(value_text(r["duration_s"]) + " s", style=CELL)])
             for r in rows])], id="incident-list", style={"borderCollapse": "collapse"}) if rows else html.P("no incidents"))
-    return html.Div(parts, id="overview")
+    return parts
 
 
 # --- incident ------------------------------------------------------------------------------------------

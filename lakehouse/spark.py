@@ -40,10 +40,12 @@ import math
 import os
 import re
 import shutil
+import tempfile
 import time
 import urllib.parse
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import pyarrow as pa
@@ -129,6 +131,37 @@ def _delta_jars_hint(conf: dict[str, str]) -> bool:
     return any(glob.glob(os.path.join(d, p)) for d in dirs for p in ("delta-spark_*.jar", "delta-core_*.jar"))
 
 
+LOG4J2_TEMPLATE = """# brokerscope: Spark's own log lines at {level} and above only, to stderr (spark_session)
+# The root starts at {root}: at another level than WARN the driver announces "Setting default log level"
+# (Spark's Logging, pyspark counts as a shell); setLogLevel({level}) follows once the session exists.
+rootLogger.level = {root}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+# known start-up warnings, said on every start and fixed by nothing a user can do here
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = {level}
+"""
+LOG4J_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+
+
+def log4j2_config_file(level: str) -> str:
+    """A log4j2 properties file for the driver JVM at `level`: without one, Spark prints its default
+    profile's banner and startup warnings (NativeCodeLoader, …) before setLogLevel can act."""
+    level = level.upper() if level.upper() in LOG4J_LEVELS else "ERROR"
+    path = Path(tempfile.gettempdir()) / f"brokerscope-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}-{level}.properties"
+    quiet = LOG4J_LEVELS.index(level) > LOG4J_LEVELS.index("WARN")
+    text = LOG4J2_TEMPLATE.format(level=level.lower(), root="warn" if quiet else level.lower())
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return str(path)
+
+
 def spark_session(app_name: str = "brokerscope", master: str | None = None,
                   conf: dict | None = None) -> SparkSession:
     """A SparkSession with sane local defaults (reuses the active one — getOrCreate).
@@ -137,7 +170,8 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
     submitted master is kept). Adds the Delta extension + catalog when delta-spark's jars are
     on the classpath (jar in $SPARK_HOME/jars or pyspark/jars, or named in spark.jars /
     spark.jars.packages) or when BROKERSCOPE_DELTA_SPARK=1. $BROKERSCOPE_SPARK_LOG_LEVEL sets
-    the log level (default ERROR). `conf` wins over every default."""
+    the log level (default ERROR; `brokerscope -v`: WARN), from the JVM's start (a log4j2 file,
+    log4j2_config_file). `conf` wins over every default."""
     user = {str(k): str(v) for k, v in (conf or {}).items()}
     settings: dict[str, str] = {
         "spark.ui.enabled": "false",
@@ -157,6 +191,8 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" noise
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
+    level = os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL", "ERROR")
+    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j2_config_file(level)}"
     settings.update(user)
     if _delta_jars_hint(settings):
         ext = settings.get("spark.sql.extensions", "")
@@ -169,7 +205,7 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(level)
     return spark
 
 

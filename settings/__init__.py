@@ -5,10 +5,17 @@ The ground floor of the house: it imports only pydantic, yaml and the table cont
 """
 
 from settings.alerts import AlertsConfig
-from settings.analysis import (AnalysisSettings, CauseSettings, ClockSkewSettings, IncidentSettings, LagSettings,
-                               RiskSettings, StuckSettings)
-from settings.base import ConfigError, Duration, DurationOrZero, parse_duration, parse_since
-from settings.config import Config, config_from_dict, load_config
+from settings.analysis import (
+                               AnalysisSettings,
+                               CauseSettings,
+                               ClockSkewSettings,
+                               IncidentSettings,
+                               LagSettings,
+                               RiskSettings,
+                               StuckSettings,
+)
+from settings.base import SINCE_HELP, ConfigError, Duration, DurationOrZero, parse_duration, parse_since, since_option
+from settings.config import CONFIG_HELP, Config, config_from_dict, config_warnings, load_config
 from settings.dashboard import DashboardSettings
 from settings.gc import GcSettings, GcThresholds
 from settings.service import ServiceSettings
@@ -18,5 +25,6 @@ __all__ = [
     "AlertsConfig", "AnalysisSettings", "CauseSettings", "ClockSkewSettings", "IncidentSettings", "LagSettings",
     "RiskSettings", "StuckSettings", "Config", "ConfigError", "DashboardSettings", "Duration", "DurationOrZero",
     "GcSettings", "GcThresholds", "HaSettings", "KINDS", "ServiceSettings", "Target", "ZkOptions", "ZkWatch",
-    "config_from_dict", "load_config", "parse_duration", "parse_since",
+    "CONFIG_HELP", "config_from_dict", "config_warnings", "load_config", "parse_duration", "parse_since",
+    "since_option", "SINCE_HELP",
 ]

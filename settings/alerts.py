@@ -39,8 +39,18 @@ import pyarrow as pa
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from lakehouse.tables import TABLES, contract
-from settings.base import (ConfigError, Duration, DurationOrZero, EnvName, Name, OneOf, Strict, check_http_url, one_of,
-                           resolve_secret)
+from settings.base import (
+    ConfigError,
+    Duration,
+    DurationOrZero,
+    EnvName,
+    Name,
+    OneOf,
+    Strict,
+    check_http_url,
+    one_of,
+    resolve_secret,
+)
 
 __all__ = [
     "AlertsConfig", "BuiltinRules", "ThresholdRule", "ReceiverConfig", "RetrySettings", "SecretError",

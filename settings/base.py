@@ -15,7 +15,8 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 __all__ = [
-    "ConfigError", "Strict", "Duration", "DurationOrZero", "parse_duration", "parse_since", "check_name",
+    "ConfigError", "Strict", "Duration", "DurationOrZero", "parse_duration", "parse_since", "since_option",
+    "SINCE_HELP", "check_name",
     "check_http_url", "resolve_secret", "Name", "OneOf", "one_of",
 ]
 
@@ -66,17 +67,46 @@ Duration = Annotated[float, BeforeValidator(parse_duration)]
 DurationOrZero = Annotated[float, BeforeValidator(parse_duration_or_zero)]
 
 
+_LOOK_BACK = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*(?:ago)?\s*$")
+_LOOK_BACK_S = {**_UNIT_S, "d": 86400.0, "w": 604800.0}
+SINCE_FORMS = ("an RFC 3339 time (2026-11-21T22:30:00Z; no zone: UTC)", "a date (2026-11-21: its midnight UTC)",
+               "a look-back (500ms, 30s, 15m, 2h, 3d, 1w; '15m ago' too)", "now", "today", "yesterday (midnights UTC)")
+
+
 def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
-    """'2026-11-21T22:30:00Z' or a look-back like '15m' / '2h'."""
-    if not text:
+    """A point in time as a user writes it on the command line or in a filter box (SINCE_FORMS):
+    '2026-11-21T22:30:00Z', '2026-11-21', '15m', '2h ago', 'now', 'today', 'yesterday'. A ValueError
+    lists the forms."""
+    if not text or not text.strip():
         return None
-    try:
-        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
-    except ValueError:
-        pass
+    word = text.strip().lower()
     now = now or datetime.now(timezone.utc)
-    return now - timedelta(seconds=parse_duration(text))
+    midnight = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    named = {"now": now, "today": midnight, "yesterday": midnight - timedelta(days=1)}
+    if word in named:
+        return named[word]
+    m = _LOOK_BACK.match(word)
+    if m:
+        return now - timedelta(seconds=float(m.group(1)) * _LOOK_BACK_S[m.group(2)])
+    try:
+        ts = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time; write {'; '.join(SINCE_FORMS)}") from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def since_option(text: str) -> datetime:
+    """parse_since for argparse's `type=`: a bad value becomes argparse's own error, which names the
+    option (`argument --since: 'x' is not a time; write …`) and exits 2, no traceback."""
+    import argparse  # only the command lines need it
+
+    try:
+        return parse_since(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+SINCE_HELP = "from this time: RFC 3339, a date, a look-back (15m, 2h, 3d), today, yesterday"
 
 
 def check_name(value: str, names_what: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from settings.alerts import AlertsConfig
+from settings.alerts import BUILTIN_ALERTNAMES, AlertsConfig
 from settings.analysis import HOLE_SCRAPES, AnalysisSettings
 from settings.base import ConfigError, Duration, Strict
 from settings.dashboard import DashboardSettings
@@ -91,6 +91,22 @@ class Config(Strict):
         return str(p if p.is_absolute() else (self.source_path.parent / p).resolve())
 
 
+CONFIG_HELP = "YAML config (README, 'Using it on your brokers')"
+
+
+def config_warnings(cfg: Config) -> list[str]:
+    """Valid but probably not meant: said by `brokerscope check config` and at the start of `run`."""
+    out = []
+    rules = [n for n in BUILTIN_ALERTNAMES if n not in cfg.alerts.rules.disabled] + [r.name for r in cfg.alerts.threshold_rules]
+    if rules and not cfg.alerts.receivers:
+        out.append(f"alerts: {len(rules)} rule(s) are evaluated but alerts.receivers is empty — firing alerts are "
+                   "recorded (alert_history, /metrics) and nobody is notified; add a receiver (README, "
+                   "'Running it: alerts, metrics, dashboard')")
+    if not cfg.targets:
+        out.append("targets: none configured; collect and run have nothing to scrape")
+    return out
+
+
 def _loc(loc: tuple) -> str:
     out = ""
     for part in loc:
@@ -102,7 +118,7 @@ def _loc(loc: tuple) -> str:
 
 
 _HINTS = {
-    "extra_forbidden": "unknown key; check the spelling (allowed keys are listed in README.md, 'Configuration')",
+    "extra_forbidden": "unknown key; check the spelling (allowed keys are listed in README.md, 'Using it on your brokers')",
     "missing": "required key is missing",
     "literal_error": "allowed values: " + ", ".join(KINDS),
 }

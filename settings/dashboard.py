@@ -16,6 +16,7 @@ dashboard:
     # trusted_proxies: [127.0.0.1]
   max_points: 1000       # per series: longer time ranges are aggregated server-side into buckets
   allowed_hosts: []      # Host headers served; empty: the bind address (loopback: also localhost, ::1)
+  overview_refresh: 10s  # the overview re-reads the lakehouse this often
 ```
 
 The `Host` check stops DNS rebinding: a web page on another site whose name re-resolves to
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from settings.base import EnvName, Strict
+from settings.base import Duration, EnvName, Strict
 
 LOOPBACK_NAMES = ("localhost",)
 AUTH_MODES = ("none", "basic", "proxy")
@@ -98,6 +99,7 @@ class DashboardSettings(Strict):
     auth: DashboardAuth = Field(default_factory=DashboardAuth)
     max_points: int = Field(default=1000, ge=50, le=100_000)
     allowed_hosts: list[str] = Field(default_factory=list)  # "*": any (behind a proxy that checks it)
+    overview_refresh: Duration = 10.0  # seconds between the overview's re-reads (dcc.Interval)
 
     def hosts_for(self, bind: str) -> set[str] | None:
         """The Host names (no port, lower case) served when bound to `bind`; None: any."""

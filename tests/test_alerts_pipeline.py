@@ -559,7 +559,7 @@ def test_alerts_over_a_real_kill_master_drill(analysed_kill_master, tmp_path):
     sent = [(b["groupLabels"]["alertname"], b["status"]) for b in rx.bodies()]
     assert sorted(sent) == sorted([(n, s) for n in events for s in ("firing", "resolved")]), sent
     failover = next(b for b in rx.bodies() if b["groupLabels"]["alertname"] == "FailoverHappened")
-    assert failover["alerts"][0]["labels"]["instance"] == "amq-b"
+    assert failover["alerts"][0]["labels"]["broker"] == "amq-b"
     assert "failover in store-1: amq-a → amq-b" in failover["alerts"][0]["annotations"]["summary"]
 
 

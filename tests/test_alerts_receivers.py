@@ -34,7 +34,7 @@ def notification(*alerts: Alert, receiver="ops.hook", reason="first notification
 
 FIRING = Alert({"alertname": "SplitBrain", "severity": "critical", "cluster": "store-1", "group": "store-1"},
                {"summary": "split brain in store-1", "dashboard": "http://dash/incident/i1"}, NOW - timedelta(seconds=30))
-RESOLVED = Alert({"alertname": "SplitBrain", "severity": "critical", "cluster": "store-1", "instance": "amq-b"},
+RESOLVED = Alert({"alertname": "SplitBrain", "severity": "critical", "cluster": "store-1", "broker": "amq-b"},
                  {"summary": "split brain, b side"}, NOW - timedelta(seconds=60), NOW - timedelta(seconds=5))
 
 

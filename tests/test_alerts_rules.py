@@ -145,7 +145,7 @@ def failover_row(age_s: float, event_type="failover"):
 def test_failover_fires_within_hold_then_resolves_itself():
     alerts = run({"failover_events": table("failover_events", failover_row(10))})
     assert names(alerts) == ["FailoverHappened"]
-    assert alerts[0].labels["severity"] == "warning" and alerts[0].labels["instance"] == "amq-b"
+    assert alerts[0].labels["severity"] == "warning" and alerts[0].labels["broker"] == "amq-b"
     assert run({"failover_events": table("failover_events", failover_row(400))}) == []
     assert run({"failover_events": table("failover_events", failover_row(400))}, rules={"failover_hold": "10m"})
     assert run({"failover_events": table("failover_events", failover_row(10, "restart"))}) == []
@@ -164,10 +164,10 @@ def test_risk_findings_while_open():
     alerts = {a.alertname: a for a in run(t)}
     assert sorted(alerts) == ["QuorumAtRisk", "StaleBackup", "UnprotectedLive"]
     u = alerts["UnprotectedLive"]
-    assert u.labels["severity"] == "critical" and u.labels["instance"] == "amq-a"
+    assert u.labels["severity"] == "critical" and u.labels["broker"] == "amq-a"
     assert u.annotations == {"summary": "unprotected-live on amq-a", "runbook": "add a backup"}
     assert alerts["StaleBackup"].labels["severity"] == "warning"
-    assert "instance" not in alerts["QuorumAtRisk"].labels
+    assert "broker" not in alerts["QuorumAtRisk"].labels and "instance" not in alerts["QuorumAtRisk"].labels
 
 
 def test_quorum_from_zookeeper_tables():
@@ -226,7 +226,7 @@ def test_gc_pause_over_ha_threshold():
     alerts = run({"gc_findings": table("gc_findings", gc("gc.pause-over-third-session", 30), gc("gc.full", 30),
                                        gc("gc.pause-over-connection-ttl", 7200))})
     assert names(alerts) == ["GcPauseOverHaThreshold"]
-    assert alerts[0].labels["instance"] == "amq-a" and alerts[0].labels["severity"] == "critical"
+    assert alerts[0].labels["broker"] == "amq-a" and alerts[0].labels["severity"] == "critical"
 
 
 def health(target, s, answered):
@@ -257,7 +257,7 @@ def test_clock_skew_after_clock_skew_for_in_every_estimate():
     alerts = run({"collector_health": table("collector_health", *rows)})
     assert names(alerts) == ["ClockSkew"]
     a = alerts[0]
-    assert a.labels["instance"] == "amq-b" and a.labels["severity"] == "warning" and a.starts_at == ago(150)
+    assert a.labels["broker"] == "amq-b" and a.labels["severity"] == "warning" and a.starts_at == ago(150)
     assert "3.4 s behind brokerscope's" in a.annotations["summary"] and "NTP" in a.annotations["runbook"]
     assert run({"collector_health": table("collector_health", *rows)}, rules={"clock_skew_for": "3m"}) == []
     assert run({"collector_health": table("collector_health", *rows)}, rules={"clock_skew_s": 5}) == []

@@ -15,6 +15,7 @@ from dash import dcc
 from brokerscope.cli import main
 from dashboards import data as D
 from dashboards import layout as L
+from dashboards.overview import group_statuses
 from dashboards.app import create_app, route, view_range, zoomed_range
 from dashboards.figures import esc, incident_timeline
 from lakehouse.store import Lakehouse
@@ -147,6 +148,18 @@ def test_unknown_incident_and_missing_table_say_what_to_do(gold, tmp_path):
     assert e.value.table == "incidents" and "brokerscope analyze" in str(e.value)
 
 
+def test_a_unique_start_of_an_incident_id_opens_it_everywhere(gold):
+    """The timeline and `brokerscope incidents` print 8 characters; the page, the report and the CLI take them."""
+    assert D.load_incident(gold, "inc-spli").incident["incident_id"] == INCIDENT
+    assert "split brain in pair" in texts(route(gold, "/incident/inc-spli"))
+    assert client(gold).get("/report/inc-spli.md").status_code == 200
+    assert D.resolve_incident_id(["abcd1234", "abcd9999"], "abcd1") == "abcd1234"
+    with pytest.raises(D.NotFound, match=r"'abcd' is the start of 2 incident ids \(abcd1234, abcd9999\)"):
+        D.resolve_incident_id(["abcd1234", "abcd9999"], "abcd")
+    with pytest.raises(D.NotFound, match="at least its first 4 characters"):
+        D.resolve_incident_id(["abcd1234"], "abc")
+
+
 def test_long_ranges_are_aggregated_server_side():
     import pyarrow as pa
 
@@ -176,12 +189,30 @@ def test_overview_puts_the_worst_group_first(gold):
     lh = gold.lh
     lh.append("role_intervals", [dict(interval_id="q", kind="activemq", group_name="calm", instance="amq-a",
                                       start_ts=at(0), end_ts=at(11), is_open=True, observations=3, unanswered_inside=0)])
-    groups = D.group_statuses(gold)
+    groups = group_statuses(gold)
     assert [g["group"] for g in groups] == ["pair", "calm"]
     pair = groups[0]
     assert sorted(pair["live"]) == ["art-a", "art-b"] and [i["incident_id"] for i in pair["incidents"]] == [INCIDENT]
     card = texts(L.group_card(pair))
     assert "more than one live" in card and "art-b: live" in card
+
+
+def test_overview_cards_say_the_state_why_and_how_old_and_refresh_themselves(gold):
+    gold.clock = lambda: at(12)  # one second after the last observation: the data is fresh
+    (pair,) = group_statuses(gold)
+    assert pair["health"].state == "failing" and pair["health"].reason == "split brain: art-a and art-b both live"
+    card = L.group_card(pair)
+    assert card.to_plotly_json()["props"]["data-state"] == "failing"
+    link = card.children[1].children  # the reason line, a link to the incident
+    assert link.href == L.incident_href(INCIDENT) and link.children == pair["health"].reason
+    gold.clock = lambda: at(12) + timedelta(minutes=25)  # nothing collected since: never "ok", never "failing"
+    (pair,) = group_statuses(gold)
+    assert pair["health"].state == "unknown" and pair["health"].reason.startswith("no data for 25 min")
+    assert "as last observed — live: art-a, art-b" in texts(L.group_card(pair))
+    c = client(gold)
+    got = json.dumps(callback(c, "overview-body.children", {"overview-refresh.n_intervals": 3}, {},
+                              "overview-refresh.n_intervals"))
+    assert "no data for 25 min" in got and "unknown" in got
 
 
 def test_finding_views_filter_by_group_and_time_and_link_to_incidents(gold):
@@ -210,6 +241,11 @@ def test_timeline_figure_draws_roles_windows_markers_and_series(gold):
     assert certain.x0 == at(6.009) and certain.x1 == at(11.004)
     assert fig.layout.title.text == "split brain in &lt;b&gt;pair&lt;/b&gt;"
     assert [b.label for b in fig.layout.xaxis.rangeselector.buttons] == ["all", "1 h", "10 min", "1 min"]
+    # the state bars tell the whole story: art-b waited as backup until 11:00:06, then was live
+    standby = next(t for t in fig.data if t.name == "state: standby")
+    assert list(standby.y) == ["art-b"] and standby.base[0] == at(0.009) and standby.x[0] == 5000.0
+    active = next(t for t in fig.data if t.name == "state: active")
+    assert sorted(active.y) == ["art-a", "art-b"]
 
 
 def test_user_names_are_escaped_in_every_figure_string(tmp_path):
@@ -403,7 +439,7 @@ def test_callbacks_filter_views_and_redraw_the_timeline(gold):
     assert "0 finding(s)" in json.dumps(got)
     got = callback(c, "findings-content.children", {"f-group.value": None, "f-since.value": "yesterday-ish",
                                                      "f-until.value": ""}, {"url.pathname": "/stuck"}, "f-since.value")
-    assert "time filter:" in json.dumps(got) and "not a duration" in json.dumps(got)
+    assert "time filter:" in json.dumps(got) and "is not a time" in json.dumps(got)
     fig = callback(c, "timeline.figure", {"range-choice.value": "1h", "zoom.data": None},
                    {"incident-id.data": INCIDENT}, "range-choice.value")["response"]["timeline"]["figure"]
     assert fig["layout"]["xaxis"]["range"][0].startswith("2026-11-23T10:00:04")
@@ -437,7 +473,7 @@ def test_alerts_show_on_the_timeline_overview_and_history_with_links(gold):
                                               "firing: SplitBrain", "sent to oncall (firing)"]
     fig = incident_timeline(tl, "t")
     assert "🔔 sent to oncall (firing)" in [a.text for a in fig.layout.annotations]
-    groups = {g["group"]: g for g in D.group_statuses(gold)}
+    groups = {g["group"]: g for g in group_statuses(gold)}
     assert groups["pair"]["alerts"] == 1 and groups["other"]["alerts"] == 1  # fp2 was resolved
     page = route(gold, "/alerts")
     table = find(page, "findings")

@@ -153,7 +153,34 @@ def test_overview_shows_every_group_now(server, browser, lakehouse, tmp_path):
     # the drill's pair: amq-b took over and stayed master; the captured split brain: both live at the end
     assert "live: amq-b" in groups and "amq-a: slave" in groups
     assert "live: cap-a, cap-b (more than one live!)" in groups and XSS_GROUP in groups and SPLIT_GROUP in groups
+    # recorded in the past: no card may claim to know the state now; each says how old its data is
+    states = browser.execute_script(CARDS_JS)
+    assert {s for _, s, _ in states} == {"unknown"}, states
+    assert all(r.startswith("no data for ") for _, _, r in states), states
     keep_screenshot(browser, tmp_path, "dashboard-overview")
+
+
+CARDS_JS = """return Array.from(document.querySelectorAll('.group-card')).map(
+    c => [c.dataset.group, c.dataset.state, c.querySelector('.reason').innerText]);"""
+
+
+def last_observation(lakehouse: Lakehouse, group: str) -> datetime:
+    t = lakehouse.read("broker_state", columns=["group_name", "ts"]).to_pylist()
+    return max(r["ts"] for r in t if r["group_name"] == group)
+
+
+@pytest.mark.parametrize("group, state, reason", [
+    ("store-1", "ok", "live amq-b, backup amq-a waiting"),  # the drill's end: amq-b took over, amq-a came back as slave
+    (XSS_GROUP, "failing", "split brain: cap-a and cap-b both live"),
+])
+def test_overview_state_just_after_the_recording(lakehouse, browser, group, state, reason):
+    """With the clock pinned a second after a group's last observation, its card tells its state."""
+    now = last_observation(lakehouse, group) + timedelta(seconds=1)
+    with DashboardServer(create_app(D.Gold(lakehouse, clock=lambda: now)), "127.0.0.1", 0) as srv:
+        browser.get(srv.url + "/")
+        wait_text(browser, "#groups", group)
+        got = {g: (s, r) for g, s, r in browser.execute_script(CARDS_JS)}
+    assert got[group] == (state, reason)
 
 
 def iso(text: str) -> datetime:
@@ -215,6 +242,15 @@ def test_drill_failover_incident_names_both_masters(server, browser, lakehouse, 
     browser.get(server.url + "/incident/" + inc["incident_id"])
     windows = wait_text(browser, "#windows", "amq-a → amq-b")
     assert "failover amq-a → amq-b" in windows
+    # the state bars: amq-a master, then not answering (SIGKILL), then back as slave (standby)
+    wait_text(browser, "#timeline .legend", "state: standby")
+    runs = browser.execute_script("""return document.querySelector('#timeline .js-plotly-plot').data
+        .filter(t => t.name && t.name.startsWith('state: '))
+        .flatMap(t => t.y.map((y, i) => [y, t.name, t.base[i]]));""")
+    amq_a = [name for _, name, _ in sorted((r for r in runs if r[0] == "amq-a"), key=lambda r: r[2])]
+    assert amq_a[:1] == ["state: active"] and "state: not answering" in amq_a, amq_a
+    gone = amq_a.index("state: not answering")
+    assert "state: standby" in amq_a[gone:], amq_a
     keep_screenshot(browser, tmp_path, "dashboard-incident-drill")
 
 

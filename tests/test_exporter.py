@@ -4,15 +4,26 @@ the service's fast path, the same rows stored as Delta tables, and the naming/ca
 
 from __future__ import annotations
 
+import platform
 import re
 from datetime import datetime, timedelta, timezone
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from alerts.exporter import (METRICS, OTHER, LakehouseState, LatestState, SnapshotCollector, StateSnapshot,
-                             metric_families, metrics_table_markdown, split_brain)
+from alerts.exporter import (
+    METRICS,
+    OTHER,
+    LakehouseState,
+    LatestState,
+    SnapshotCollector,
+    StateSnapshot,
+    metric_families,
+    metrics_table_markdown,
+    split_brain,
+)
 from brokerscope.service import TickStats, observation_rows, service_values, state_change
 from collectors.base import collector_health_row
 from collectors.recording import observation_from_envelope, read_envelopes
@@ -176,8 +187,10 @@ def test_cap_is_configurable_and_must_be_positive():
 
 
 def test_names_and_labels_follow_prometheus_conventions():
-    bounded = {"group", "broker", "server", "kind", "role", "target", "ensemble", "status", "state", "code", "severity",
-               "flow", "source_cluster", "target_cluster", "metric"}
+    # one label names a monitored JVM everywhere: `broker` (README, 'Running it: alerts, metrics, dashboard');
+    # never `target` (the config's word) nor `instance` (Prometheus sets it to the exporter's address)
+    bounded = {"group", "broker", "server", "kind", "role", "ensemble", "status", "state", "code", "severity",
+               "flow", "source_cluster", "target_cluster", "metric", "version", "python_version"}
     capped = {"destination", "type", "topic", "partition", "client"}  # folded into `other` beyond the cap
     for name, (kind, labels, help_text) in METRICS.items():
         assert re.fullmatch(r"brokerscope_[a-z0-9_]+", name), name
@@ -187,6 +200,8 @@ def test_names_and_labels_follow_prometheus_conventions():
         assert help_text and "\n" not in help_text
     table = metrics_table_markdown()
     assert all(f"`{n}`" in table for n in METRICS)
+    doc = Path(__file__).resolve().parents[1] / "docs" / "ALERTS.md"
+    assert table in doc.read_text(), "docs/ALERTS.md's metric table is generated: paste metrics_table_markdown()"
 
 
 def test_every_emitted_family_is_documented():
@@ -202,7 +217,8 @@ def test_every_emitted_family_is_documented():
     text = generate_latest(_registry(snap)).decode()
     assert 'brokerscope_zookeeper_quorum{ensemble="zk",status="election"} 1.0' in text
     assert 'brokerscope_zookeeper_quorum{ensemble="zk",status="present"} 0.0' in text
-    assert 'brokerscope_gc_pause_seconds_sum{group="store-1",target="amq-a"} 0.12' in text
+    assert 'brokerscope_gc_pause_seconds_sum{broker="amq-a",group="store-1"} 0.12' in text
+    assert f'brokerscope_build_info{{python_version="{platform.python_version()}",version="{version("brokerscope")}"}} 1.0' in text
     assert "brokerscope_scrape_errors_total" in text and "brokerscope_alert_evaluations_total 3.0" in text
 
 
@@ -236,9 +252,9 @@ def test_lakehouse_state_from_stored_silver_and_gold(tmp_path):
     assert value(fams, "brokerscope_destination_messages", destination="BROKERSCOPE.LAB", type="queue", **b) == 30
     assert value(fams, "brokerscope_stuck_messages", destination="BROKERSCOPE.LAB", code="no-consumers", severity="error", **b) == 30
     assert value(fams, "brokerscope_stuck_age_seconds", destination="BROKERSCOPE.LAB", code="no-consumers", severity="error", **b) == 9
-    assert value(fams, "brokerscope_scrape_errors_total", target="amq-a", kind="activemq", group="store-1") == 6
-    assert value(fams, "brokerscope_target_clock_skew_seconds", target="amq-b", kind="activemq", group="store-1") == -3.25
-    assert [dict(k)["target"] for k in samples(fams, "brokerscope_target_clock_skew_seconds")] == ["amq-b"]  # no estimate: no sample
+    assert value(fams, "brokerscope_scrape_errors_total", broker="amq-a", kind="activemq", group="store-1") == 6
+    assert value(fams, "brokerscope_target_clock_skew_seconds", broker="amq-b", kind="activemq", group="store-1") == -3.25
+    assert [dict(k)["broker"] for k in samples(fams, "brokerscope_target_clock_skew_seconds")] == ["amq-b"]  # no estimate: no sample
     # a day later nothing recent is left in silver: no stale instance state is shown as current
     later = metric_families(LakehouseState(lh, clock=lambda: T0 + timedelta(days=3))())
     assert not samples(later, "brokerscope_instance_active")
@@ -288,7 +304,7 @@ def test_listen_address_defaults_to_loopback_and_errors_say_what_to_write():
 def test_a_taken_port_is_refused_with_the_key_to_change():
     import socket
 
-    from alerts.exporter import MetricsListenError, serve_metrics
+    from alerts.metrics_server import MetricsListenError, serve_metrics
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -296,3 +312,39 @@ def test_a_taken_port_is_refused_with_the_key_to_change():
         port = s.getsockname()[1]
         with pytest.raises(MetricsListenError, match=rf"cannot serve /metrics on 127\.0\.0\.1:{port}: .*service\.metrics_listen"):
             serve_metrics(StateSnapshot, f"127.0.0.1:{port}")
+
+
+def test_metrics_only_on_metrics_with_health_and_readiness_paths():
+    import urllib.error
+    import urllib.request
+
+    from alerts.metrics_server import serve_metrics
+
+    def get(url: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    readable = {"yes": True}
+
+    def snapshot() -> StateSnapshot:
+        if not readable["yes"]:
+            raise OSError("lakehouse unreachable")
+        return StateSnapshot()
+
+    srv = serve_metrics(snapshot, "127.0.0.1:0")
+    try:
+        status, body = get(srv.url)
+        assert srv.url.endswith("/metrics") and status == 200 and "brokerscope_build_info{" in body
+        assert get(srv.base_url + "/-/healthy") == (200, "brokerscope is Healthy.\n")
+        assert get(srv.base_url + "/-/ready") == (200, "brokerscope is Ready.\n")
+        for path in ("/", "/metricsx", "/favicon.ico", "/-/reload"):
+            status, body = get(srv.base_url + path)
+            assert status == 404 and "brokerscope_" not in body and "metrics are on /metrics" in body, path
+        readable["yes"] = False
+        assert get(srv.base_url + "/-/ready")[0] == 503
+        assert get(srv.base_url + "/-/healthy")[0] == 200  # alive, only not ready
+    finally:
+        srv.stop()

@@ -11,12 +11,14 @@ import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from datetime import timedelta
+from importlib.metadata import version
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from alerts.exporter import LakehouseState, serve_metrics, wait_metrics
+from alerts.exporter import LakehouseState
+from alerts.metrics_server import serve_metrics, wait_metrics
 from tests.servers import free_port, stop_process
 from tests.test_exporter import T0, drill_lakehouse
 
@@ -120,5 +122,7 @@ def test_real_prometheus_scrapes_the_series(exporter, tmp_path):
         assert [r["value"][1] for r in outage] == ["0"]
         failovers = query(base, 'brokerscope_group_failovers_total')
         assert [r["value"][1] for r in failovers] == ["1"]
-        errors = query(base, 'brokerscope_scrape_errors_total{target="amq-a"}')
+        errors = query(base, 'brokerscope_scrape_errors_total{broker="amq-a"}')
         assert [r["value"][1] for r in errors] == ["6"]
+        build = query(base, "brokerscope_build_info")
+        assert [(r["metric"]["version"], r["value"][1]) for r in build] == [(version("brokerscope"), "1")]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from alerts.exporter import wait_metrics
+from alerts.metrics_server import wait_metrics
 from bench.bench_alert_latency import GROUP, WebhookReceiver, drill, relevant_firing, settle, write_config
 from brokerscope.service import Service
 from lakehouse.store import Lakehouse
@@ -110,6 +110,8 @@ def test_sigterm_stops_the_cli_with_everything_in_bronze(tmp_path):
             proc.wait()
     text = log.read_text()
     assert "SIGTERM: stopping (landing what was collected in bronze)" in text
+    # no `alerts.receivers` in this config: said once at the start, the rules still run
+    assert text.count("warning: alerts: ") == 1 and "alerts.receivers is empty" in text and "nobody is notified" in text
     m = re.search(r"stopped: (\d+) bronze rows in \d+ commits \(gone: (\d+) scrapes, (\d+) errors\)", text)
     assert m and m.group(1) == m.group(2) == m.group(3), text
     assert Lakehouse(tmp_path / "lh").count("bronze_jolokia") == int(m.group(1))

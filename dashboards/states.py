@@ -1,0 +1,64 @@
+"""Each broker's observed state over time, as runs for the incident timeline: active, standby,
+starting, unreachable — and unknown where no observation came for longer than the hole tolerance.
+
+A run spans its first to its last observation in that state: the moment a state changed lies
+somewhere between two observations and is left blank, never guessed. Pure (pyarrow/numpy in,
+dicts out), vectorized: a million observations stay cheap.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+STATES = ("active", "standby", "starting", "unreachable", "unknown")  # codes 0..4, drawn in this order
+STANDBY_ROLES = ("slave", "backup")  # as analysis/risk.py: the roles that wait to take over
+STARTING_ROLES = ("starting",)  # the packs' word for a broker not yet serving (alerts/exporter.py's role list)
+
+
+def observation_states(state: pa.Table) -> np.ndarray:
+    """The STATES code of each broker_state row (columns reachable, active, role)."""
+    reachable = pc.fill_null(state.column("reachable"), False).to_numpy(zero_copy_only=False)
+    active = pc.fill_null(state.column("active"), False).to_numpy(zero_copy_only=False)
+    role = pc.utf8_lower(pc.fill_null(state.column("role"), ""))
+    standby = pc.is_in(role, pa.array(STANDBY_ROLES)).to_numpy(zero_copy_only=False)
+    starting = pc.is_in(role, pa.array(STARTING_ROLES)).to_numpy(zero_copy_only=False)
+    code = np.full(state.num_rows, STATES.index("unknown"), dtype=np.int8)
+    code[reachable & starting] = STATES.index("starting")
+    code[reachable & standby] = STATES.index("standby")
+    code[reachable & active] = STATES.index("active")
+    code[~reachable] = STATES.index("unreachable")
+    return code
+
+
+def state_runs(state: pa.Table, hole_s: float) -> list[dict]:
+    """Runs {instance, state, start, end, observations} from broker_state rows (ts, instance,
+    reachable, active, role), per instance in time order. A gap of more than `hole_s` between two
+    observations is an `unknown` run of its own (nothing was observed there)."""
+    if state.num_rows == 0:
+        return []
+    state = state.sort_by([("instance", "ascending"), ("ts", "ascending")])
+    ts = state.column("ts").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
+    inst = pc.dictionary_encode(state.column("instance").combine_chunks()).indices.to_numpy(zero_copy_only=False)
+    names = state.column("instance").to_pylist()
+    code = observation_states(state)
+    hole_us = int(hole_s * 1e6)
+    new_instance = np.r_[True, inst[1:] != inst[:-1]]
+    gap = np.r_[False, (ts[1:] - ts[:-1]) > hole_us] & ~new_instance
+    starts = np.flatnonzero(new_instance | gap | np.r_[True, code[1:] != code[:-1]])
+    ends = np.r_[starts[1:] - 1, len(ts) - 1]
+    runs = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if gap[s]:
+            runs.append(_run(names[s], "unknown", ts[s - 1], ts[s], 0))
+        runs.append(_run(names[s], STATES[code[s]], ts[s], ts[e], e - s + 1))
+    return runs
+
+
+def _run(instance: str, state: str, start_us: int, end_us: int, observations: int) -> dict:
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return {"instance": instance, "state": state, "start": epoch + timedelta(microseconds=int(start_us)),
+            "end": epoch + timedelta(microseconds=int(end_us)), "observations": observations}
