@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pytest
 
@@ -56,14 +56,15 @@ def test_promtool_fails_on_a_broken_exposition():
 
 
 @contextmanager
-def prometheus(tmp: Path, target: str) -> Iterator[str]:
-    """A real Prometheus on a free loopback port scraping `target` (host:port) every second;
-    yields its base URL; stopped by PID."""
+def prometheus(tmp: Path, target: str, rule_files: Sequence[Path] = ()) -> Iterator[str]:
+    """A real Prometheus on a free loopback port scraping `target` (host:port) every second,
+    evaluating `rule_files` every second; yields its base URL; stopped by PID."""
     port = free_port()
     cfg = tmp / "prometheus.yml"
     cfg.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
+        + (f"rule_files: {json.dumps([str(p) for p in rule_files])}\n" if rule_files else "")
+        + "scrape_configs:\n"
         f"  - job_name: brokerscope\n    static_configs: [{{targets: ['{target}']}}]\n"
     )
     log = open(tmp / "prometheus.log", "wb")
