@@ -1,0 +1,114 @@
+"""The Kafka lab's real client (confluent-kafka, librdkafka): topics, producers, consumer groups and
+the AdminClient view the drills take as ground truth (end offsets, committed offsets)."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from infra.processes import LabError
+
+__all__ = ["broker_ids", "committed_offsets", "consume", "create_topic", "end_offsets", "produce", "topic_names"]
+
+
+def _admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 2000})
+
+
+def broker_ids(bootstrap: str, timeout: float = 2.0) -> set[int] | None:
+    """The ids of the brokers the cluster's metadata lists now; None when nothing answers."""
+    try:
+        md = _admin(bootstrap).list_topics(timeout=timeout)
+    except KafkaException:
+        return None
+    return set(md.brokers)
+
+
+def topic_names(bootstrap: str, timeout: float = 2.0) -> set[str] | None:
+    try:
+        return set(_admin(bootstrap).list_topics(timeout=timeout).topics)
+    except KafkaException:
+        return None
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, replication: int, config: dict[str, str] | None = None,
+                 timeout: float = 30) -> None:
+    """Create ``topic`` (an existing one is fine) and wait until every partition has a leader."""
+    admin = _admin(bootstrap)  # held: a collected client ends its pending requests (_DESTROY)
+    fut = admin.create_topics([NewTopic(topic, partitions, replication, config=config or {})])[topic]
+    try:
+        fut.result(timeout)
+    except KafkaException as e:
+        if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
+            raise LabError(f"could not create topic {topic} on {bootstrap}: {e}") from e
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=5).topics.get(topic)
+        if md is not None and md.error is None and len(md.partitions) == partitions and \
+                all(p.leader >= 0 for p in md.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise LabError(f"topic {topic} on {bootstrap}: not every partition has a leader after {timeout:.0f}s")
+
+
+def produce(bootstrap: str, topic: str, count: int, *, acks: str = "all", prefix: str = "m", timeout: float = 30) -> int:
+    """``count`` messages, keyed round-robin over partitions; returns how many the brokers acknowledged."""
+    acked = 0
+
+    def done(err, msg) -> None:
+        nonlocal acked
+        if err is None:
+            acked += 1
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "enable.idempotence": acks == "all",
+                  "message.timeout.ms": int(timeout * 1000)})
+    for i in range(count):
+        p.produce(topic, value=f"{prefix}{i}".encode(), key=str(i).encode(), on_delivery=done)
+        p.poll(0)
+    p.flush(timeout)
+    return acked
+
+
+def consume(bootstrap: str, topic: str, group: str, count: int, timeout: float = 30,
+            reset: str = "earliest") -> list[tuple[int, int]]:
+    """Read up to ``count`` messages in consumer group ``group`` and commit them (synchronously);
+    returns the (partition, offset) of each message read."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": reset,
+                  "enable.auto.commit": False, "session.timeout.ms": 6000})
+    seen: list[tuple[int, int]] = []
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while len(seen) < count and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            seen.append((msg.partition(), msg.offset()))
+            if len(seen) % 10 == 0 or len(seen) == count:
+                c.commit(asynchronous=False)
+        if seen:
+            c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return seen
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: Iterable[int], timeout: float = 10) -> dict[int, int]:
+    """The log-end offset of each partition (AdminClient ListOffsets, latest)."""
+    req = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
+    admin = _admin(bootstrap)
+    futs = admin.list_offsets(req, request_timeout=timeout)
+    return {tp.partition: f.result(timeout).offset for tp, f in futs.items()}
+
+
+def committed_offsets(bootstrap: str, group: str, timeout: float = 10) -> dict[tuple[str, int], int]:
+    """The group's committed offset per (topic, partition) (AdminClient ListConsumerGroupOffsets)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin = _admin(bootstrap)
+    fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout)[group]
+    res = fut.result(timeout)
+    return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
