@@ -82,14 +82,17 @@ def consume(bootstrap: str, topic: str, group: str, count: int, timeout: float =
     try:
         c.subscribe([topic])
         deadline = time.monotonic() + timeout
+        pending = False
         while len(seen) < count and time.monotonic() < deadline:
             msg = c.poll(0.5)
             if msg is None or msg.error():
                 continue
             seen.append((msg.partition(), msg.offset()))
-            if len(seen) % 10 == 0 or len(seen) == count:
+            pending = True
+            if len(seen) % 10 == 0:
                 c.commit(asynchronous=False)
-        if seen:
+                pending = False
+        if pending:
             c.commit(asynchronous=False)
     finally:
         c.close()
