@@ -34,6 +34,7 @@ DRILLS: dict[str, str] = {
     "artemis-kill-zk": "brokerscope.drills.artemis_kill",
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",
     "kafka-controller-kill": "brokerscope.drills.kafka_kill",
+    "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",
 }
 
 
