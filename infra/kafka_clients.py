@@ -4,24 +4,24 @@ the AdminClient view the drills take as ground truth (end offsets, committed off
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from infra.processes import LabError
 
-__all__ = ["broker_ids", "committed_offsets", "consume", "create_topic", "end_offsets", "produce", "topic_names"]
+__all__ = ["admin_client", "broker_ids", "committed_offsets", "consume", "create_topic", "end_offsets", "produce", "topic_names"]
 
 
-def _admin(bootstrap: str) -> AdminClient:
+def admin_client(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 2000})
 
 
 def broker_ids(bootstrap: str, timeout: float = 2.0) -> set[int] | None:
     """The ids of the brokers the cluster's metadata lists now; None when nothing answers."""
     try:
-        md = _admin(bootstrap).list_topics(timeout=timeout)
+        md = admin_client(bootstrap).list_topics(timeout=timeout)
     except KafkaException:
         return None
     return set(md.brokers)
@@ -29,7 +29,7 @@ def broker_ids(bootstrap: str, timeout: float = 2.0) -> set[int] | None:
 
 def topic_names(bootstrap: str, timeout: float = 2.0) -> set[str] | None:
     try:
-        return set(_admin(bootstrap).list_topics(timeout=timeout).topics)
+        return set(admin_client(bootstrap).list_topics(timeout=timeout).topics)
     except KafkaException:
         return None
 
@@ -37,7 +37,7 @@ def topic_names(bootstrap: str, timeout: float = 2.0) -> set[str] | None:
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int, config: dict[str, str] | None = None,
                  timeout: float = 30) -> None:
     """Create ``topic`` (an existing one is fine) and wait until every partition has a leader."""
-    admin = _admin(bootstrap)  # held: a collected client ends its pending requests (_DESTROY)
+    admin = admin_client(bootstrap)  # held: a collected client ends its pending requests (_DESTROY)
     fut = admin.create_topics([NewTopic(topic, partitions, replication, config=config or {})])[topic]
     try:
         fut.result(timeout)
@@ -102,16 +102,14 @@ def consume(bootstrap: str, topic: str, group: str, count: int, timeout: float =
 def end_offsets(bootstrap: str, topic: str, partitions: Iterable[int], timeout: float = 10) -> dict[int, int]:
     """The log-end offset of each partition (AdminClient ListOffsets, latest)."""
     req = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
-    admin = _admin(bootstrap)
+    admin = admin_client(bootstrap)
     futs = admin.list_offsets(req, request_timeout=timeout)
     return {tp.partition: f.result(timeout).offset for tp, f in futs.items()}
 
 
 def committed_offsets(bootstrap: str, group: str, timeout: float = 10) -> dict[tuple[str, int], int]:
     """The group's committed offset per (topic, partition) (AdminClient ListConsumerGroupOffsets)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    admin = _admin(bootstrap)
+    admin = admin_client(bootstrap)
     fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout)[group]
     res = fut.result(timeout)
     return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}

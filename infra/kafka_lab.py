@@ -37,19 +37,22 @@ CLI: ``python -m infra.kafka_lab start|stop|status|drill --workdir DIR`` (defaul
 
 from __future__ import annotations
 
-import contextlib
+import base64
 import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from infra.artifacts import jolokia_agent_jar, kafka_classpath
+from infra.kafka_clients import broker_ids, create_topic, topic_names
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import jolokia_request
 from infra.lab_logs import stamped_lines, tail
@@ -153,8 +156,6 @@ class KafkaLab(LabProcesses):
             for cluster in CLUSTERS:
                 self.wait_for_cluster(cluster, timeout)
                 out[f"{cluster}_ready_s"] = round(time.time() - t0, 3)
-            from infra.kafka_clients import create_topic  # deferred: confluent_kafka only when a lab runs
-
             create_topic(self.bootstrap(PRIMARY), self.topic, self.partitions, 3, {"min.insync.replicas": "2"})
             if self.mirror:
                 self.start_node(MM2, wait=False)
@@ -221,8 +222,6 @@ class KafkaLab(LabProcesses):
         ids = json.loads(path.read_text()) if path.exists() else {}
         if cluster not in ids:
             # the base64url form of a random UUID, as `kafka-storage random-uuid` prints it
-            import base64
-
             ids[cluster] = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             path.write_text(json.dumps(ids))
         return ids[cluster]
@@ -231,12 +230,10 @@ class KafkaLab(LabProcesses):
         """``kafka-storage format`` once per node (its ``meta.properties`` says it was)."""
         if (self.workdir / node.name / "data" / "meta.properties").exists():
             return
-        import subprocess
-
         cmd = [self.java, "-Xmx128m", "-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={self._log4j2()}",
                "-cp", classpath, STORAGE_TOOL, "format", "-t", self._cluster_id(node.cluster), "-c", str(cfg),
                "--ignore-formatted"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
             raise LabError(f"kafka-storage format of {node.name} failed (exit {done.returncode}); delete "
                            f"{self.workdir / node.name / 'data'} and start again:\n{(done.stdout + done.stderr)[-2000:]}")
@@ -313,8 +310,6 @@ class KafkaLab(LabProcesses):
 
     def wait_for_cluster(self, cluster: str, timeout: float = 60) -> float:
         """Until every running node of ``cluster`` is a registered broker and one is the active controller."""
-        from infra.kafka_clients import broker_ids
-
         want = {self.nodes[n].node_id for n in CLUSTERS[cluster] if self.is_running(n)}
         deadline = time.monotonic() + timeout
         last: Any = None
@@ -332,8 +327,6 @@ class KafkaLab(LabProcesses):
         raise LabError(f"{cluster} cluster not ready within {timeout:.0f}s (brokers seen: {last}, want {sorted(want)})\n{logs}")
 
     def wait_for_mirrored_topic(self, timeout: float = 60) -> float:
-        from infra.kafka_clients import topic_names
-
         return self._wait_state(MM2, lambda _: self.mirrored_topic in (topic_names(self.bootstrap(DR)) or ()),
                                 bool, timeout, f"to create {self.mirrored_topic} on {DR}",
                                 log=self.node_log(MM2), every=0.5, down=False)

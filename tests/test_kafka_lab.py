@@ -127,3 +127,17 @@ def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
     finally:
         lab.stop()
     assert _java_pids_of(tmp_path / "lab") == []
+
+
+@pytest.mark.slow
+@pytest.mark.drill
+def test_controller_kill_drill_meets_the_bar(tmp_path, spark):
+    """The drill end to end on a fresh lab (kafka-broker-kill and kafka-mm2-restart share its code and
+    are scored on their recordings in test_kafka_drill_recordings)."""
+    from brokerscope.drills import run_drill
+    from tests.drill_checks import assert_passed
+
+    card = assert_passed(run_drill("kafka-controller-kill", tmp_path / "drill", 0.5, spark=spark))
+    print("\n" + card.render())
+    assert card.detected["controller failover"] and card.detected["under-replicated"]
+    assert _java_pids_of(tmp_path / "drill" / "lab") == []

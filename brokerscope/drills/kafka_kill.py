@@ -24,8 +24,21 @@ import threading
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (Periodic, Scorecard, describe_window, epoch, fresh_workdir, rows, say, settle,
-                                       start_collecting, write_truth)
+from confluent_kafka import KafkaException
+
+from brokerscope.drills.common import (
+    Periodic,
+    Scorecard,
+    describe_window,
+    epoch,
+    fresh_workdir,
+    rows,
+    say,
+    settle,
+    start_collecting,
+    write_truth,
+)
+from infra.kafka_clients import admin_client, create_topic, produce
 from infra.kafka_lab import PRIMARY, KafkaLab, log_times
 
 NAME = "kafka-broker-kill"
@@ -48,15 +61,11 @@ class AdminProbe(Periodic):
 
     def __init__(self, bootstrap: str, period: float = 0.1) -> None:
         super().__init__("kafka-admin-probe", period)
-        from infra.kafka_clients import _admin
-
-        self.admin = _admin(bootstrap)
+        self.admin = admin_client(bootstrap)
         self.samples: list[tuple[float, int, int]] = []
         self.lock = threading.Lock()
 
     def tick(self) -> None:
-        from confluent_kafka import KafkaException
-
         t = time.time()
         try:
             md = self.admin.list_topics(timeout=1.0)
@@ -99,8 +108,6 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str =
 
 
 def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict, kill_controller: bool) -> None:
-    from infra.kafka_clients import create_topic, produce
-
     say("starting Kafka: 3 combined KRaft nodes")
     truth["startup_s"] = lab.start()
     bootstrap = lab.bootstrap(PRIMARY)
@@ -113,7 +120,7 @@ def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict, kill_cont
     truth["node_pids"] = {n: lab.nodes[n].pid for n in names}
     truth["produced_before"] = produce(bootstrap, lab.topic, 200)
     probe = AdminProbe(bootstrap).start()
-    cfg_path, col = start_collecting(workdir, [lab.target(n) for n in names], interval)
+    _, col = start_collecting(workdir, [lab.target(n) for n in names], interval)
     try:
         settle(interval, 4, 2.0)
         truth["kill_ts"] = time.time()
@@ -158,8 +165,8 @@ def _episodes(probe: AdminProbe, truth: dict) -> None:
     """Truth episodes from the AdminClient samples: the first sample showing the condition after the
     kill, the first not showing it after that (a sample that could not be taken is no sample)."""
     for key, col in (("urp", 1), ("under_min_isr", 2)):
-        start = probe.first(truth["kill_ts"], lambda s: s[col] > 0)
-        end = probe.first(start[0], lambda s: s[col] == 0) if start else None
+        start = probe.first(truth["kill_ts"], lambda s, c=col: s[c] > 0)
+        end = probe.first(start[0], lambda s, c=col: s[c] == 0) if start else None
         truth[f"{key}_episode"] = {"start_ts": start[0] if start else None, "end_ts": end[0] if end else None,
                                    "max": max((s[col] for s in probe.samples if s[0] >= truth["kill_ts"]), default=0)}
     truth["probe_samples"] = len(probe.samples)

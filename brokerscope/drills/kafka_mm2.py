@@ -20,7 +20,21 @@ import threading
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import Periodic, Scorecard, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from brokerscope.drills.common import (
+    Periodic,
+    Scorecard,
+    epoch,
+    fresh_workdir,
+    rows,
+    say,
+    settle,
+    start_collecting,
+    write_truth,
+)
+from infra.kafka_clients import admin_client
 from infra.kafka_lab import DR, MM2, PRIMARY, KafkaLab
 
 NAME = "kafka-mm2-restart"
@@ -33,8 +47,6 @@ IN_FLIGHT = 2 * RATE
 class Load(Periodic):
     def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__("kafka-load", 0.2)
-        from confluent_kafka import Producer
-
         self.topic, self.sent = topic, 0
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
 
@@ -55,17 +67,12 @@ class LagProbe(Periodic):
 
     def __init__(self, lab: KafkaLab) -> None:
         super().__init__("kafka-lag-probe", 0.25)
-        from infra.kafka_clients import _admin
-
         self.lab = lab
-        self.src, self.dst = _admin(lab.bootstrap(PRIMARY)), _admin(lab.bootstrap(DR))
+        self.src, self.dst = admin_client(lab.bootstrap(PRIMARY)), admin_client(lab.bootstrap(DR))
         self.samples: list[tuple[float, dict[int, int]]] = []
         self.lock = threading.Lock()
 
     def _ends(self, admin, topic: str) -> dict[int, int]:
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
         futs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(self.lab.partitions)},
                                   request_timeout=2)
         return {tp.partition: f.result(3).offset for tp, f in futs.items()}
@@ -99,7 +106,7 @@ def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
     truth["startup_s"] = lab.start()
     load = Load(lab.bootstrap(PRIMARY), lab.topic).start()
     probe = LagProbe(lab).start()
-    cfg_path, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval)
+    _, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval)
     try:
         settle(interval, 6, 3.0)
         truth["stop_ts"] = time.time()
