@@ -26,7 +26,8 @@ Cross-cluster flows, one `replication_stats` row per topic-partition:
 - `mirrormaker2` (§3.3) from `kafka.connect.mirror:type=MirrorSourceConnector,…`: `topic` is the
   *remote* topic as MM2 tags it. The `source` tag exists only since KIP-911 (≈ Kafka 3.5); older
   workers have `target,topic,partition` only, so the read is a property-list pattern and
-  `source_cluster` is null there. MM2 reports no lag in messages: lag shows as latency.
+  `source_cluster` is null there. MM2 itself reports no lag in messages; `lag_messages` comes from
+  its replication consumer (below).
   `latency_ms` / `record_age_ms` are the window averages (`-avg`) where reported, else the
   latest value; `latency_max_ms` = `replication-latency-ms-max`; `throughput_per_s` = `record-rate`.
 - `mirrormaker2-checkpoint` from `…type=MirrorCheckpointConnector,source,target,group,topic,partition`:
