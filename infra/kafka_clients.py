@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from infra.processes import LabError
 
-__all__ = ["admin_client", "broker_ids", "committed_offsets", "consume", "create_topic", "end_offsets", "produce", "topic_names"]
+__all__ = ["admin_client", "broker_ids", "committed_offsets", "consume", "create_topic", "end_offsets", "fail_over", "produce",
+           "readiness", "topic_names"]
 
 
 def admin_client(bootstrap: str) -> AdminClient:
@@ -113,3 +114,46 @@ def committed_offsets(bootstrap: str, group: str, timeout: float = 10) -> dict[t
     fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout)[group]
     res = fut.result(timeout)
     return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
+
+
+def readiness(primary: str, dr: str, group: str, topic: str, mirrored: str) -> list[dict]:
+    """Failover readiness of ``group`` now, from both clusters' AdminClients: per partition the offset
+    committed on the primary, the translated one MirrorMaker 2 wrote for the group on DR
+    (sync.group.offsets), and what the group would re-read (translated below committed) or skip
+    (above) if it moved to DR now. Offsets of ``topic`` and ``mirrored`` are taken to line up one to
+    one (the lab's mirrored topic starts empty with the source; no transactions)."""
+    committed = {p: o for (t, p), o in committed_offsets(primary, group).items() if t == topic}
+    translated = {p: o for (t, p), o in committed_offsets(dr, group).items() if t == mirrored}
+    out = []
+    for p in sorted(set(committed) | set(translated)):
+        c, t = committed.get(p), translated.get(p)
+        out.append({"partition": p, "committed": c, "translated": t,
+                    "re_read": max(0, c - t) if c is not None and t is not None else None,
+                    "skipped": max(0, t - c) if c is not None and t is not None else None})
+    return out
+
+
+def fail_over(dr: str, group: str, mirrored: str, timeout: float = 20) -> dict[int, list[int]]:
+    """What ``group`` really reads on DR, from its translated offsets to the end of ``mirrored``:
+    the offsets per partition (nothing committed: a dry run that leaves the translation in place)."""
+    c = Consumer({"bootstrap.servers": dr, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "enable.partition.eof": True, "session.timeout.ms": 6000})
+    seen: dict[int, list[int]] = {}
+    try:
+        c.subscribe([mirrored])
+        ends: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    ends.add(msg.partition())
+                    if len(ends) == len(c.assignment()) and c.assignment():
+                        break
+                continue
+            seen.setdefault(msg.partition(), []).append(msg.offset())
+    finally:
+        c.close()
+    return seen
