@@ -120,7 +120,8 @@ def readiness(primary: str, dr: str, group: str, topic: str, mirrored: str) -> l
     """Failover readiness of ``group`` now, from both clusters' AdminClients: per partition the offset
     committed on the primary, the translated one MirrorMaker 2 wrote for the group on DR
     (sync.group.offsets), and what the group would re-read (translated below committed) or skip
-    (above) if it moved to DR now. Offsets of ``topic`` and ``mirrored`` are taken to line up one to
+    (above) if it moved to DR now; with no translated offset both are None: the group would start
+    where its ``auto.offset.reset`` says (earliest: re-read all, latest: skip all). Offsets of ``topic`` and ``mirrored`` are taken to line up one to
     one (the lab's mirrored topic starts empty with the source; no transactions)."""
     committed = {p: o for (t, p), o in committed_offsets(primary, group).items() if t == topic}
     translated = {p: o for (t, p), o in committed_offsets(dr, group).items() if t == mirrored}

@@ -87,7 +87,7 @@ def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
         committed = committed_offsets(primary, "g-lab")
         assert sum(committed.values()) == 200
         parts = range(lab.partitions)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 30
         translated: dict = {}
         while time.monotonic() < deadline:
             mirrored = end_offsets(dr, lab.mirrored_topic, parts)
@@ -97,27 +97,22 @@ def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
             time.sleep(0.5)
         assert sum(mirrored.values()) == 300, mirrored
         assert mirrored == end_offsets(primary, lab.topic, parts)  # one to one: the source topic started empty
-        # translated offsets (sync.group.offsets) never skip: at or below the committed one. How far
-        # below is not bounded by offset.lag.max: measured here, a burst of 300 records left the
-        # offset-sync store with the sync at 0 for some partitions (MM2 drops syncs while 10 are
-        # outstanding and sends the pending one at its next offset commit), so committed 98 → 1:
-        # 97 messages the group would re-read on DR until a later sync arrives; another run: 2 and 9
-        # (docs/KAFKA_LAB.md)
-        assert {p for _, p in translated} == {p for _, p in committed}  # the partitions the group committed
-        for _, p in committed:
-            c, t = committed[(lab.topic, p)], translated[(lab.mirrored_topic, p)]
-            assert 0 <= t <= c, (p, c, t)
-
-        # the prediction against a real failover: the group on DR starts at the translated offsets and
-        # re-reads exactly what readiness() said, skips nothing
+        assert translated, "MirrorMaker 2 translated no offset of g-lab onto DR within 30 s"
+        # Translated offsets (sync.group.offsets) never skip: at or below the committed one. How far
+        # below is not bounded by offset.lag.max, and a partition may get none: MM2 drops offset syncs
+        # while 10 are outstanding, so after a burst a partition's first retained sync can lie above
+        # the group's committed offset — nothing to translate from. Measured: committed 98 → 1 (97
+        # re-reads), another run 2 and 9, another no translation for one partition (docs/KAFKA_LAB.md).
         ready = {r["partition"]: r for r in readiness(primary, dr, "g-lab", lab.topic, lab.mirrored_topic)}
-        really = fail_over(dr, "g-lab", lab.mirrored_topic)
+        really = fail_over(dr, "g-lab", lab.mirrored_topic)  # the group on DR, auto.offset.reset=earliest
         ends = end_offsets(dr, lab.mirrored_topic, parts)
         for _, p in committed:
             r, reads = ready[p], really.get(p, [])
-            assert r["skipped"] == 0
-            assert (reads[0] if reads else ends[p]) == r["translated"], (r, reads[:3], ends[p])
-            assert sum(1 for o in reads if o < r["committed"]) == r["re_read"], r
+            start = r["translated"] if r["translated"] is not None else 0  # untranslated: from the earliest
+            assert r["skipped"] in (0, None) and start <= r["committed"], r
+            assert (reads[0] if reads else ends[p]) == start, (r, reads[:3], ends[p])
+            re_read = r["re_read"] if r["re_read"] is not None else r["committed"]
+            assert sum(1 for o in reads if o < r["committed"]) == re_read, r
         print("readiness:", list(ready.values()))
 
         pack = KafkaPack()
