@@ -54,5 +54,5 @@ def test_replayed_mm2_restart_lag_matches_the_end_offsets(tmp_path_factory, spar
     assert card.facts["mm2 lag rows checked against the AdminClient"] >= 10
     # what the drill showed: a restarted worker answers long before its connectors report anything,
     # and by then it has caught up — the lag MM2 itself reports never shows the outage
-    assert card.facts["restart → first mirrormaker2 metrics (s)"] > 10
+    assert card.facts["restart → first mirrormaker2 metrics (s)"] > 5  # 11.1 s in this recording, 16–26 s in others
     assert card.facts["true lag when its metrics came back (messages)"] > 500

@@ -6,7 +6,8 @@ MirrorMaker 2 has no lag metric of its own; the Kafka pack takes its replication
 
 Truth: Kafka's own AdminClient, 4 times a second: the end offset of each partition of ``lab.orders``
 on the primary minus that of ``primary.lab.orders`` on DR (the mirrored topic was empty when MM2
-started and the producer writes no transactions, so offsets line up one to one). Bar: every
+started and the producer writes no transactions, so offsets line up one to one), as bounds: the
+source read before and after the mirror (LagProbe). Bar: every
 ``mirrormaker2`` lag the collector recorded lies within the AdminClient's lag over one scrape interval
 around it (the scrape and the probe are not simultaneous; the consumer's lag counts what MM2 has
 fetched as replicated, so up to ``IN_FLIGHT`` messages less are allowed); MM2 unanswered while it
@@ -63,13 +64,16 @@ class Load(Periodic):
 
 
 class LagProbe(Periodic):
-    """(time, {partition: source end − mirrored end}) 4 times a second, from both clusters' AdminClients."""
+    """4 times a second, from both clusters' AdminClients, per partition the bounds of the true lag:
+    the source's end offsets read before and after the mirror's, so ``before − mirror`` ≤ the lag at
+    the moment the mirror was read ≤ ``after − mirror`` (the two reads are not simultaneous; under
+    load they can be 100s of ms apart, and one source read alone gave a lag below zero)."""
 
     def __init__(self, lab: KafkaLab) -> None:
         super().__init__("kafka-lag-probe", 0.25)
         self.lab = lab
         self.src, self.dst = admin_client(lab.bootstrap(PRIMARY)), admin_client(lab.bootstrap(DR))
-        self.samples: list[tuple[float, dict[int, int]]] = []
+        self.samples: list[tuple[float, dict[int, tuple[int, int]]]] = []
         self.lock = threading.Lock()
 
     def _ends(self, admin, topic: str) -> dict[int, int]:
@@ -79,14 +83,14 @@ class LagProbe(Periodic):
 
     def tick(self) -> None:
         try:
-            t0 = time.time()
-            src = self._ends(self.src, self.lab.topic)
+            before = self._ends(self.src, self.lab.topic)
+            t = time.time()
             dst = self._ends(self.dst, self.lab.mirrored_topic)
-            t = (t0 + time.time()) / 2
+            after = self._ends(self.src, self.lab.topic)
         except Exception:  # noqa: BLE001 — a sample that could not be taken is no sample
             return
         with self.lock:
-            self.samples.append((t, {p: src[p] - dst.get(p, 0) for p in src}))
+            self.samples.append((t, {p: (max(0, before[p] - dst.get(p, 0)), after[p] - dst.get(p, 0)) for p in after}))
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
@@ -128,7 +132,7 @@ def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
         probe.stop()
     with probe.lock:
         truth["probe"] = [[round(t, 3), lags] for t, lags in probe.samples]
-    truth["max_true_lag"] = max((sum(lags.values()) for _, lags in probe.samples), default=0)
+    truth["max_true_lag"] = max((sum(hi for _, hi in lags.values()) for _, lags in probe.samples), default=0)
     say(f"collector stopped: {truth['collector']}; largest true lag {truth['max_true_lag']} messages")
 
 
@@ -136,7 +140,7 @@ def _wait_drained(probe: LagProbe, since: float, timeout: float) -> float:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with probe.lock:
-            done = next((t for t, lags in probe.samples if t >= since and lags and not any(lags.values())), None)
+            done = next((t for t, lags in probe.samples if t >= since and lags and not any(hi for _, hi in lags.values())), None)
         if done:
             return done
         time.sleep(0.1)
@@ -151,7 +155,7 @@ def score(lh, truth: dict) -> Scorecard:
 def score_rows(repl: list[dict], state: list[dict], truth: dict) -> Scorecard:
     """``state``: MM2's broker_state rows — a Connect worker has one only for an unanswered scrape."""
     card = Scorecard(truth["drill"], truth["scrape_interval_s"])
-    probe = [(t, {int(p): v for p, v in lags.items()}) for t, lags in truth["probe"]]
+    probe = [(t, {int(p): tuple(v) for p, v in lags.items()}) for t, lags in truth["probe"]]
     misses, checked, worst = [], 0, 0.0
     for r in repl:
         if r.get("lag_messages") is None:
@@ -161,7 +165,7 @@ def score_rows(repl: list[dict], state: list[dict], truth: dict) -> Scorecard:
         if not near:
             continue
         checked += 1
-        lo, hi = min(near) - IN_FLIGHT, max(near)
+        lo, hi = min(b[0] for b in near) - IN_FLIGHT, max(b[1] for b in near)
         off = 0.0 if lo <= got <= hi else (lo - got if got < lo else got - hi)
         worst = max(worst, off)
         if off:
@@ -180,7 +184,7 @@ def score_rows(repl: list[dict], state: list[dict], truth: dict) -> Scorecard:
     first = min((epoch(r["ts"]) for r in repl if epoch(r["ts"]) > restart), default=None)
     if card.detect("MirrorMaker 2 replicating again", first is not None, "no mirrormaker2 row after the restart"):
         card.facts["restart → first mirrormaker2 metrics (s)"] = round(first - restart, 2)
-        at = [sum(lags.values()) for t, lags in probe if t <= first]
+        at = [sum(hi for _, hi in lags.values()) for t, lags in probe if t <= first]
         card.facts["true lag when its metrics came back (messages)"] = at[-1] if at else None
         card.facts["largest lag MM2 reported after the restart"] = max(
             (r["lag_messages"] or 0 for r in repl if epoch(r["ts"]) > restart), default=0)
