@@ -23,7 +23,9 @@ group and says nothing about the others).
 - Replicator reports lag in messages and throughput, no offsets. The replicated position is derived
   by integrating throughput over time, the source log end as position + lag; these (log end, time)
   points are Kafka Lag Exporter's lookup table. The consumer application (`records-lag`) reports
-  lag only; MirrorMaker 2 reports no lag in messages at all (KIP-971 never merged), only latency.
+  lag only. MirrorMaker 2 has no lag metric of its own (KIP-971 never merged); the Kafka pack gives its
+  rows the lag its replication consumer reports (`records-lag` per source partition: fetched by
+  MM2, not yet acknowledged by the target, counts as replicated) and they carry latency too.
 - `lag_s`, KLE's method made safe. Points with non-increasing time are dropped; a log end that goes
   back (counter reset, restart) starts a new table; runs of an equal log end keep their first and
   latest point (idle topics do not flush history); at most `lookup_points` (60) are kept. For

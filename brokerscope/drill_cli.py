@@ -14,7 +14,7 @@ from infra.lab import LabError
 
 def add_parser(sub) -> None:
 
-    lines = "\n".join(f"  {n:<19} {summary(drill_module(n), n)}" for n in DRILLS)
+    lines = "\n".join(f"  {n:<22} {summary(drill_module(n), n)}" for n in DRILLS)
     sp = sub.add_parser(
         "drill", help="run a real fault drill in the local lab and score the analysis against its ground truth",
         description=f"drills:\n{lines}\n  {'all':<19} every drill in turn; exit 1 if one misses the bar",

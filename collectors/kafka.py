@@ -26,7 +26,8 @@ Cross-cluster flows, one `replication_stats` row per topic-partition:
 - `mirrormaker2` (§3.3) from `kafka.connect.mirror:type=MirrorSourceConnector,…`: `topic` is the
   *remote* topic as MM2 tags it. The `source` tag exists only since KIP-911 (≈ Kafka 3.5); older
   workers have `target,topic,partition` only, so the read is a property-list pattern and
-  `source_cluster` is null there. MM2 reports no lag in messages: lag shows as latency.
+  `source_cluster` is null there. MM2 itself reports no lag in messages; `lag_messages` comes from
+  its replication consumer (below).
   `latency_ms` / `record_age_ms` are the window averages (`-avg`) where reported, else the
   latest value; `latency_max_ms` = `replication-latency-ms-max`; `throughput_per_s` = `record-rate`.
 - `mirrormaker2-checkpoint` from `…type=MirrorCheckpointConnector,source,target,group,topic,partition`:
@@ -45,6 +46,21 @@ Consumers (§3.2, `kafka.consumer:type=consumer-fetch-manager-metrics`): flow `c
 `client` = client-id; per partition `lag_messages` = `records-lag`, `lag_max_messages` =
 `records-lag-max`; the client-level MBean gives `lag_max_messages` with null topic/partition.
 Lag is position-based, not commit-based.
+
+Checked on real Kafka 4.3.1 brokers and a MirrorMaker 2 worker through the Jolokia 2.6.0 agent
+(infra.kafka_lab; the answers are tests/fixtures/kafka/real_kafka_4.3.1.json.gz):
+- Kafka 4 clients register every per-topic consumer metric twice: with the topic as named and with
+  its dots replaced by underscores (`topic=lab.orders` and `topic=lab_orders`, the older form kept
+  beside KIP-1109's). Only the named form is kept when both are there, so a partition is one row.
+- MirrorMaker 2's own consumers and Connect's log readers report lag on the worker's internal
+  topics (`mm2-offsets.<alias>.internal` with 25 partitions, `…status…`, `…configs…`,
+  `mm2-offset-syncs.<alias>.internal`); those rows are dropped (names ending `.internal`,
+  `-internal` or starting `__`, as `DefaultReplicationPolicy.isInternalTopic` has it).
+- MirrorMaker 2's replication consumer (client-id `<source>-><target>|MirrorSourceConnector-<n>|
+  replication-consumer`) reports `records-lag` per *source* topic-partition: the messages on the
+  source not yet fetched by MirrorMaker. That is the cross-cluster lag in messages the
+  `mirrormaker2` row lacked; it becomes that row's `lag_messages` (remote topic
+  `<source>.<topic>`, DefaultReplicationPolicy, or the same name, IdentityReplicationPolicy).
 """
 
 from __future__ import annotations
@@ -274,6 +290,52 @@ def consumer_facts(read: MBeanRead) -> dict | None:
     return None
 
 
+def _internal_topic(topic: str | None) -> bool:
+    """MirrorMaker 2 / Connect / Kafka internal topics (either form of the name)."""
+    return topic is not None and (topic.endswith((".internal", "-internal", "_internal")) or topic.startswith("__"))
+
+
+def _mm2_replication(client: str | None) -> tuple[str, str] | None:
+    """(source, target) from a MirrorMaker 2 replication consumer's client-id, else None."""
+    if not client or not client.endswith("|replication-consumer") or "|MirrorSourceConnector-" not in client:
+        return None
+    flow = client.split("|", 1)[0]
+    source, arrow, target = flow.partition("->")
+    return (source, target) if arrow and source and target else None
+
+
+def tidy_flows(facts: list[dict]) -> list[dict]:
+    """The flow rows of one scrape as the real brokers' answers need them (see the module doc):
+    the underscore twin of a consumer topic dropped, internal topics dropped, MirrorMaker 2's
+    replication-consumer lag moved onto its `mirrormaker2` rows."""
+    consumers = [f for f in facts if f["flow"] == "consumer"]
+    # (client, partition, the dots-to-underscores form) of every topic whose name has a dot
+    dotted = {(f["client"], f.get("partition"), f["topic"].replace(".", "_"))
+              for f in consumers if f.get("topic") and "." in f["topic"]}
+
+    def twin(f: dict) -> bool:
+        return "." not in f["topic"] and (f["client"], f.get("partition"), f["topic"]) in dotted
+
+    lag: dict[tuple, float | None] = {}
+    out = []
+    for f in facts:
+        if f["flow"] == "consumer" and f.get("topic") is not None:
+            if twin(f) or _internal_topic(f["topic"]):
+                continue
+            pair = _mm2_replication(f["client"])
+            if pair is not None:
+                lag[(*pair, f["topic"], f["partition"])] = f.get("lag_messages")
+        out.append(f)
+    for f in out:
+        if f["flow"] == "mirrormaker2" and f.get("source_cluster"):
+            src, tgt, remote, part = f["source_cluster"], f["target_cluster"], f["topic"], f["partition"]
+            for topic in (remote.removeprefix(f"{src}.") if remote.startswith(f"{src}.") else None, remote):
+                if topic is not None and (src, tgt, topic, part) in lag:
+                    f["lag_messages"] = lag[(src, tgt, topic, part)]
+                    break
+    return out
+
+
 FLOW_READERS: tuple[Callable[[MBeanRead], dict | None], ...] = (
     mm2_source_facts,
     mm2_checkpoint_facts,
@@ -327,10 +389,7 @@ class KafkaPack:
         if metrics:
             rows.broker_state.append(broker_state_row(obs, obs_key, metrics, errors))
             rows.replication_stats.append(base_row(obs, obs_key) | isr_facts(metrics))
-        for r in reads:
-            if r.item_error or r.mbean.pattern:
-                continue
-            facts = flow_facts(r)
-            if facts is not None:
-                rows.replication_stats.append(base_row(obs, obs_key) | facts)
+        flows = [f for r in reads if not (r.item_error or r.mbean.pattern) and (f := flow_facts(r)) is not None]
+        for facts in tidy_flows(flows):
+            rows.replication_stats.append(base_row(obs, obs_key) | facts)
         return rows

@@ -13,6 +13,7 @@
 # 3. pip install -e '.[test]' when this checkout's package or a test dependency is not importable
 # 4. build the read-only Jolokia agent jar (infra.lab.build_agent)
 # 5. fetch with Maven, once, checksum-verified, into ~/.cache/brokerscope (BROKERSCOPE_CACHE): the
+#    Kafka 4.3.1 jars (brokers, Connect, MirrorMaker 2, tools; infra.kafka_lab runs from them), the
 #    Apache Artemis 2.40.0 distribution (unpacked for infra.artemis_lab) and the Jolokia 2.x JVM
 #    agent (python -m infra.artifacts)
 # Fast no-op when everything is in place.
@@ -77,7 +78,7 @@ fi
 # ---------------------------------------------------------------- 3. Python package
 cd "$REPO_ROOT"
 # Installed (editable) from THIS checkout? Ask from / so the current directory cannot answer for it.
-installed_at="$(cd / && "$PYTHON" -c 'import os, brokerscope, pyspark, deltalake, pytest, xdist, hypothesis, jsonschema, cryptography, selenium; print(os.path.dirname(os.path.dirname(os.path.abspath(brokerscope.__file__))))' 2>/dev/null || true)"
+installed_at="$(cd / && "$PYTHON" -c 'import os, brokerscope, pyspark, deltalake, pytest, xdist, hypothesis, jsonschema, cryptography, selenium, confluent_kafka; print(os.path.dirname(os.path.dirname(os.path.abspath(brokerscope.__file__))))' 2>/dev/null || true)"
 if [ "$installed_at" = "$REPO_ROOT" ] && command -v brokerscope >/dev/null 2>&1; then
     say "python package installed from this checkout ($("$PYTHON" --version 2>&1))"
 else

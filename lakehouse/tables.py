@@ -913,7 +913,7 @@ REPLICATION_LAG = TableContract(
         _c("partition", pa.int32(), "partition"),
         _c("client", pa.string(), "client id / consumer group / connector task"),
         _c("observed", pa.bool_(), "the partition was reported at ts (false: the scrape failed or it was missing)", False),
-        _c("lag_messages", pa.float64(), "lag in messages (last known when not observed); null where the flow reports none (MirrorMaker 2)"),
+        _c("lag_messages", pa.float64(), "lag in messages (last known when not observed); null where the flow reports none (MirrorMaker 2 workers older than the pack's replication-consumer read, or without that consumer's MBeans)"),
         _c("position", pa.float64(), "replicated position derived by integrating throughput_per_s over time (Replicator); null otherwise"),
         _c("log_end", pa.float64(), "derived source log end = position + lag_messages (the point recorded for interpolation)"),
         _c("lag_s", pa.float64(), "lag in time (s); null when nothing supports a value (see lag_s_method)"),

@@ -1,0 +1,201 @@
+"""kafka-mm2-restart: MirrorMaker 2 (dedicated mode, primary → dr) stopped while a producer keeps
+writing to the primary, then started again: the cross-cluster lag grows, and drains after the restart.
+
+MirrorMaker 2 has no lag metric of its own; the Kafka pack takes its replication consumer's
+``records-lag`` per source partition as the ``mirrormaker2`` row's lag in messages (collectors/kafka.py).
+
+Truth: Kafka's own AdminClient, 4 times a second: the end offset of each partition of ``lab.orders``
+on the primary minus that of ``primary.lab.orders`` on DR (the mirrored topic was empty when MM2
+started and the producer writes no transactions, so offsets line up one to one), as bounds: the
+source read before and after the mirror (LagProbe). Bar: every
+``mirrormaker2`` lag the collector recorded lies within the AdminClient's lag over one scrape interval
+around it (the scrape and the probe are not simultaneous; the consumer's lag counts what MM2 has
+fetched as replicated, so up to ``IN_FLIGHT`` messages less are allowed); MM2 unanswered while it
+was stopped; the drain (lag 0 everywhere) found within one scrape interval of the AdminClient's.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from brokerscope.drills.common import (
+    Periodic,
+    Scorecard,
+    epoch,
+    fresh_workdir,
+    rows,
+    say,
+    settle,
+    start_collecting,
+    write_truth,
+)
+from infra.kafka_clients import admin_client
+from infra.kafka_lab import DR, MM2, PRIMARY, KafkaLab
+
+NAME = "kafka-mm2-restart"
+SUMMARY = "stop MirrorMaker 2 under load → cross-cluster lag grows; restart → drains (lag vs AdminClient end offsets)"
+RATE = 10  # messages per producer tick (every 0.2 s: 50/s)
+#: what MM2 may have fetched but not yet written to DR when a scrape reads its consumer's lag
+IN_FLIGHT = 2 * RATE
+
+
+class Load(Periodic):
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__("kafka-load", 0.2)
+        self.topic, self.sent = topic, 0
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+
+    def tick(self) -> None:
+        for _ in range(RATE):
+            self.producer.produce(self.topic, value=f"x{self.sent}".encode(), key=str(self.sent).encode())
+            self.sent += 1
+        self.producer.poll(0)
+
+    def stop(self) -> int:
+        super().stop()
+        self.producer.flush(30)
+        return self.sent  # what was produced (acks=all, flushed)
+
+
+class LagProbe(Periodic):
+    """4 times a second, from both clusters' AdminClients, per partition the bounds of the true lag:
+    the source's end offsets read before and after the mirror's, so ``before − mirror`` ≤ the lag at
+    the moment the mirror was read ≤ ``after − mirror`` (the two reads are not simultaneous; under
+    load they can be 100s of ms apart, and one source read alone gave a lag below zero)."""
+
+    def __init__(self, lab: KafkaLab) -> None:
+        super().__init__("kafka-lag-probe", 0.25)
+        self.lab = lab
+        self.src, self.dst = admin_client(lab.bootstrap(PRIMARY)), admin_client(lab.bootstrap(DR))
+        self.samples: list[tuple[float, dict[int, tuple[int, int]]]] = []
+        self.lock = threading.Lock()
+
+    def _ends(self, admin, topic: str) -> dict[int, int]:
+        futs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(self.lab.partitions)},
+                                  request_timeout=2)
+        return {tp.partition: f.result(3).offset for tp, f in futs.items()}
+
+    def tick(self) -> None:
+        try:
+            before = self._ends(self.src, self.lab.topic)
+            t = time.time()
+            dst = self._ends(self.dst, self.lab.mirrored_topic)
+            after = self._ends(self.src, self.lab.topic)
+        except Exception:  # noqa: BLE001 — a sample that could not be taken is no sample
+            return
+        with self.lock:
+            self.samples.append((t, {p: (max(0, before[p] - dst.get(p, 0)), after[p] - dst.get(p, 0)) for p in after}))
+
+
+def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
+    workdir = fresh_workdir(workdir, keep)
+    truth: dict = {"drill": NAME, "scrape_interval_s": interval, "in_flight_allowed": IN_FLIGHT}
+    lab = KafkaLab(workdir / "lab", mirror=True)
+    try:
+        _drive(lab, workdir, interval, truth)
+    finally:
+        lab.stop()
+    write_truth(workdir, truth)
+    return workdir / "brokerscope.yaml", truth
+
+
+def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
+    say("starting Kafka: primary (3 KRaft nodes), dr (1), MirrorMaker 2")
+    truth["startup_s"] = lab.start()
+    load = Load(lab.bootstrap(PRIMARY), lab.topic).start()
+    probe = LagProbe(lab).start()
+    _, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval)
+    try:
+        settle(interval, 6, 3.0)
+        truth["stop_ts"] = time.time()
+        lab.kill(MM2, signal.SIGTERM)
+        say("MirrorMaker 2 stopped (SIGTERM)")
+        time.sleep(8)
+        truth["restart_ts"] = time.time()
+        lab.start_node(MM2, wait=True)
+        say(f"MirrorMaker 2 answering again {time.time() - truth['restart_ts']:.1f}s after the restart")
+        time.sleep(6)
+        truth["load_stop_ts"] = time.time()
+        truth["produced"] = load.stop()
+        truth["drained_ts"] = _wait_drained(probe, truth["load_stop_ts"], 60)
+        say(f"drained {truth['drained_ts'] - truth['load_stop_ts']:.2f}s after the producer stopped")
+        settle(interval, 4, 2.0)
+    finally:
+        load.stop()  # idempotent: also when the drill failed half way
+        truth["collector"] = col.stop().summary()
+        probe.stop()
+    with probe.lock:
+        truth["probe"] = [[round(t, 3), lags] for t, lags in probe.samples]
+    truth["max_true_lag"] = max((sum(hi for _, hi in lags.values()) for _, lags in probe.samples), default=0)
+    say(f"collector stopped: {truth['collector']}; largest true lag {truth['max_true_lag']} messages")
+
+
+def _wait_drained(probe: LagProbe, since: float, timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with probe.lock:
+            done = next((t for t, lags in probe.samples if t >= since and lags and not any(hi for _, hi in lags.values())), None)
+        if done:
+            return done
+        time.sleep(0.1)
+    raise RuntimeError(f"the mirrored topic did not catch up within {timeout:.0f}s (last: {probe.samples[-1:]})")
+
+
+def score(lh, truth: dict) -> Scorecard:
+    repl = [r for r in rows(lh, "replication_stats") if r["flow"] == "mirrormaker2"]
+    return score_rows(repl, [r for r in rows(lh, "broker_state") if r["instance"] == MM2], truth)
+
+
+def score_rows(repl: list[dict], state: list[dict], truth: dict) -> Scorecard:
+    """``state``: MM2's broker_state rows — a Connect worker has one only for an unanswered scrape."""
+    card = Scorecard(truth["drill"], truth["scrape_interval_s"])
+    probe = [(t, {int(p): tuple(v) for p, v in lags.items()}) for t, lags in truth["probe"]]
+    misses, checked, worst = [], 0, 0.0
+    for r in repl:
+        if r.get("lag_messages") is None:
+            continue
+        ts, p, got = epoch(r["ts"]), r["partition"], r["lag_messages"]
+        near = [lags[p] for t, lags in probe if abs(t - ts) <= card.interval and p in lags]
+        if not near:
+            continue
+        checked += 1
+        lo, hi = min(b[0] for b in near) - IN_FLIGHT, max(b[1] for b in near)
+        off = 0.0 if lo <= got <= hi else (lo - got if got < lo else got - hi)
+        worst = max(worst, off)
+        if off:
+            misses.append(f"p{p} at {ts:.3f}: {got:g} not in [{lo}, {hi}]")
+    card.facts["mm2 lag rows checked against the AdminClient"] = checked
+    card.facts["worst miss (messages)"] = worst
+    card.facts["largest true lag (messages, all partitions)"] = truth["max_true_lag"]
+    card.require(checked >= 10, f"only {checked} mirrormaker2 lag rows to check")
+    card.require(not misses, f"{len(misses)} of {checked} lag values outside the AdminClient's: {misses[:3]}")
+    # MM2 stopped: its scrapes go unanswered from the stop on, until it answers again after the restart
+    stop, restart = truth["stop_ts"], truth["restart_ts"]
+    down = sorted(epoch(h["ts"]) for h in state if h["reachable"] is False and epoch(h["ts"]) >= stop - card.interval)
+    if card.detect("MirrorMaker 2 stopped", bool(down), "no unanswered MM2 scrape after the stop"):
+        card.boundary("MM2 first unanswered (vs stop)", down[0], stop, lo=0.0)
+        card.facts["MM2 unanswered scrapes"] = len(down)
+    first = min((epoch(r["ts"]) for r in repl if epoch(r["ts"]) > restart), default=None)
+    if card.detect("MirrorMaker 2 replicating again", first is not None, "no mirrormaker2 row after the restart"):
+        card.facts["restart → first mirrormaker2 metrics (s)"] = round(first - restart, 2)
+        at = [sum(hi for _, hi in lags.values()) for t, lags in probe if t <= first]
+        card.facts["true lag when its metrics came back (messages)"] = at[-1] if at else None
+        card.facts["largest lag MM2 reported after the restart"] = max(
+            (r["lag_messages"] or 0 for r in repl if epoch(r["ts"]) > restart), default=0)
+    card.boundary("drained (vs AdminClient)", _first_all_zero(repl, truth["load_stop_ts"]), truth["drained_ts"])
+    return card
+
+
+def _first_all_zero(repl: list[dict], since: float) -> float | None:
+    """The first scrape after ``since`` whose every mirrormaker2 row has lag 0."""
+    by_ts: dict[float, list[float]] = {}
+    for r in repl:
+        if r.get("lag_messages") is not None and epoch(r["ts"]) >= since:
+            by_ts.setdefault(epoch(r["ts"]), []).append(r["lag_messages"])
+    return next((t for t in sorted(by_ts) if not any(by_ts[t])), None)
