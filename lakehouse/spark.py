@@ -159,6 +159,14 @@ def _with_delta(settings: dict[str, str], delta: str) -> None:
     settings.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
 
 
+def _local_cores(master: str) -> int:
+    """local → 1, local[4] → 4, local[*] / local[*, 3] → the machine's cores."""
+    m = re.match(r"^local(?:\[(\*|\d+)(?:,\s*\d+)?\])?$", master.strip())
+    if not m or not m.group(1):
+        return 1 if master.strip() == "local" else (os.cpu_count() or 2)
+    return (os.cpu_count() or 2) if m.group(1) == "*" else max(1, int(m.group(1)))
+
+
 def spark_session(app_name: str = "brokerscope", master: str | None = None,
                   conf: dict | None = None, delta: str | None = None) -> SparkSession:
     """A SparkSession with sane local defaults (reuses the active one — getOrCreate).
@@ -189,6 +197,10 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" noise
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
+        # Delta rebuilds a snapshot's file list in a job of 50 tasks by default (sized for large logs
+        # on a cluster); our logs are small and local mode has a few cores: one task per core. Measured
+        # on the kill-master drill (2 cores): the analysis took 452 s with 50, see BENCHMARKS.md.
+        settings["spark.databricks.delta.snapshotPartitions"] = str(_local_cores(master))
     settings.update(user)
     _with_delta(settings, delta_choice(delta))
     builder = SparkSession.builder.appName(app_name)
