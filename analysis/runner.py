@@ -18,7 +18,7 @@ from lakehouse.store import Lakehouse
 from settings import Config
 
 
-def analyze(cfg: Config, mode: str = "auto", progress: Callable[[str], None] | None = None, spark=None,
+def analyze(cfg: Config, mode: str | None = None, progress: Callable[[str], None] | None = None, spark=None,
             full: bool = False) -> dict[str, int]:
     """Run the jobs; incremental from their watermarks (only new bronze rows) unless `full`."""
     say = progress or (lambda m: None)

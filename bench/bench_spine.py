@@ -12,7 +12,7 @@ What it does:
    for a few scrapes), restarts of the live without failover and random missed scrapes. 1 % more
    observations per instance are generated too and kept aside. Written with delta-rs, oldest
    rows first (as collectors append them).
-2. Spark (local[2], the bridge), `run_gold(full=True)`: reads the table, writes the three gold tables
+2. Spark (local[2]; native delta-spark and the delta-rs bridge, `--paths`), `run_gold(full=True)`: reads the table, writes the three gold tables
    (+ ha_group_checks). Timed from the first read to the last commit; the JVM start is not
    included (reported apart). Both engines are warmed up on a small table first, and the full
    runs are repeated (`--repeat`, the best of each counts).
@@ -307,10 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--groups", type=int, default=500)
     ap.add_argument("--obs", type=int, default=10_000, help="observations per instance")
-    ap.add_argument("--new-pct", type=float, default=1.0, help="new data for the incremental run, % of --obs")
+    ap.add_argument("--new-pct", type=float, default=1.0, help="new data for the incremental run, %% of --obs")
     ap.add_argument("--repeat", type=int, default=2, help="timed full runs of each engine (the best counts)")
+    ap.add_argument("--paths", default="native,bridge",
+                    help="Delta paths Spark is timed on, each over its own copy of the table: native (delta-spark), "
+                         "bridge (delta-rs commits); comma-separated")
     ap.add_argument("--workdir", help="keep the lakehouse here (default: a temp dir, removed)")
     args = ap.parse_args(argv)
+    paths = [x.strip() for x in args.paths.split(",") if x.strip()]
+    if not paths or any(x not in ("native", "bridge") for x in paths):
+        ap.error(f"--paths takes native and/or bridge, not {args.paths!r}")
 
     from analysis.spine import run_gold
     from lakehouse.spark import SparkLakehouse, spark_session
@@ -323,72 +329,91 @@ def main(argv: list[str] | None = None) -> int:
     import duckdb
     import pyspark
 
+    from infra import delta_jars
+
     print(f"date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     print(f"machine: nproc={os.cpu_count()} cpu='{cpu}' mem={os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB "
           f"python={platform.python_version()} loadavg(before)={','.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"versions: pyspark=={pyspark.__version__} duckdb=={duckdb.__version__} pyarrow=={pa.__version__}")
+    print(f"versions: pyspark=={pyspark.__version__} delta-spark jars {delta_jars.coordinates()} duckdb=={duckdb.__version__} "
+          f"pyarrow=={pa.__version__}")
     print(f"command: python bench/bench_spine.py {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
 
     work = args.workdir or tempfile.mkdtemp(prefix="bench-spine-")
     try:
         extra = max(1, int(args.obs * args.new_pct / 100))
         base, new = generate(args.groups, args.obs, extra)
-        lh = Lakehouse(os.path.join(work, "lh"))
-        lh.overwrite("broker_state", base)
+        lakes = {}
+        for path in paths:  # the same rows, one lakehouse per path (gold written by that path only)
+            lakes[path] = Lakehouse(os.path.join(work, f"lh-{path}"))
+            lakes[path].overwrite("broker_state", base)
         say(f"generated broker_state: {base.num_rows:,} rows ({args.groups} groups x 2 instances x {args.obs:,}), "
-            f"+{new.num_rows:,} new rows kept aside ({args.new_pct:g} %)")
+            f"+{new.num_rows:,} new rows kept aside ({args.new_pct:g} %); one copy per path: {', '.join(paths)}")
         del base
 
         t = time.perf_counter()
-        spark = spark_session("bench-spine", master="local[2]", conf={"spark.driver.memory": "4g"})
-        slh = SparkLakehouse(spark, lh)
-        slh.read("broker_state").limit(1).collect()
-        say(f"Spark local[2] started in {time.perf_counter() - t:.1f} s (not counted); Delta access: {slh.mode}")
-        warm = Lakehouse(os.path.join(work, "warm-up"))
-        warm_base, warm_new = generate(20, 2000, 20)
-        warm.overwrite("broker_state", warm_base)
-        run_gold(SparkLakehouse(spark, warm), lambda m: None, full=True)
-        warm.append("broker_state", warm_new)
-        run_gold(SparkLakehouse(spark, warm), lambda m: None)
+        delta = "native" if "native" in paths else "bridge"
+        spark = spark_session("bench-spine", master="local[2]", conf={"spark.driver.memory": "4g"}, delta=delta)
+        slhs = {path: SparkLakehouse(spark, lakes[path], mode=path) for path in paths}
+        for slh in slhs.values():
+            slh.read("broker_state").limit(1).collect()
+        say(f"Spark local[2] started in {time.perf_counter() - t:.1f} s (not counted; session delta={delta})")
+        for path in paths:
+            warm = Lakehouse(os.path.join(work, f"warm-up-{path}"))
+            warm_base, warm_new = generate(20, 2000, 20)
+            warm.overwrite("broker_state", warm_base)
+            run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None, full=True)
+            warm.append("broker_state", warm_new)
+            run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None)
         duckdb_gold(slh_files(warm))
-        say("warm-up done (both engines, full and incremental, 80,000 rows; not counted)")
+        say(f"warm-up done (DuckDB and Spark on {', '.join(paths)}, full and incremental, 80,000 rows; not counted)")
 
-        def timed_spark(full: bool) -> float:
+        def timed_spark(path: str, full: bool) -> float:
             t = time.perf_counter()
-            run_gold(slh, lambda m: None, full=full)
+            run_gold(slhs[path], lambda m: None, full=full)
             return time.perf_counter() - t
 
-        spark_runs, duck_runs = [], []
-        for i in range(args.repeat):
-            spark_runs.append(timed_spark(full=True))
-            say(f"Spark  full  run {i + 1}: {spark_runs[-1]:7.2f} s  " + str({t: lh.count(t) for t in COMPARED}))
-            duck_s, duck = duckdb_gold(slh_files(lh))
-            duck_runs.append(duck_s)
-            say(f"DuckDB full  run {i + 1}: {duck_s:7.2f} s")
-        same = assert_same(lh, duck, "full run")
-        say("same answers: " + ", ".join(f"{k} {n} rows #{h}" for k, (n, h) in same.items()))
+        runs: dict[str, list[float]] = {path: [] for path in paths}
+        runs["duckdb"] = []
+        first = lakes[paths[0]]
+        for i in range(args.repeat):  # interleaved, so load on the machine hits every engine alike
+            for path in paths:
+                runs[path].append(timed_spark(path, full=True))
+                say(f"Spark {path:6} full run {i + 1}: {runs[path][-1]:7.2f} s  " + str({t: lakes[path].count(t) for t in COMPARED}))
+            duck_s, duck = duckdb_gold(slh_files(first))
+            runs["duckdb"].append(duck_s)
+            say(f"DuckDB        full run {i + 1}: {duck_s:7.2f} s")
+        for path in paths:
+            same = assert_same(lakes[path], duck, f"full run ({path})")
+        say("same answers (every path and DuckDB): " + ", ".join(f"{k} {n} rows #{h}" for k, (n, h) in same.items()))
 
-        lh.append("broker_state", new)
-        inc_s = timed_spark(full=False)
-        say(f"Spark  incremental (+{new.num_rows:,} rows): {inc_s:7.2f} s  " + str({t: lh.count(t) for t in COMPARED}))
-        inc = {table: spark_rows(lh, table) for table in COMPARED}
-        full2_s = timed_spark(full=True)
-        say(f"Spark  full on everything: {full2_s:7.2f} s")
-        if any(spark_rows(lh, table) != inc[table] for table in COMPARED):
-            raise AssertionError("the incremental run differs from the full run")
-        duck2_s, duck2 = duckdb_gold(slh_files(lh))
-        same2 = assert_same(lh, duck2, "after the incremental run")
-        say(f"DuckDB full on everything: {duck2_s:7.2f} s; incremental = full = DuckDB: "
+        inc_s, full2_s = {}, {}
+        for path in paths:
+            lakes[path].append("broker_state", new)
+            inc_s[path] = timed_spark(path, full=False)
+            say(f"Spark {path:6} incremental (+{new.num_rows:,} rows): {inc_s[path]:7.2f} s")
+            inc = {table: spark_rows(lakes[path], table) for table in COMPARED}
+            full2_s[path] = timed_spark(path, full=True)
+            say(f"Spark {path:6} full on everything: {full2_s[path]:7.2f} s")
+            if any(spark_rows(lakes[path], table) != inc[table] for table in COMPARED):
+                raise AssertionError(f"{path}: the incremental run differs from the full run")
+        duck2_s, duck2 = duckdb_gold(slh_files(first))
+        for path in paths:
+            same2 = assert_same(lakes[path], duck2, f"after the incremental run ({path})")
+        say(f"DuckDB full on everything: {duck2_s:7.2f} s; incremental = full = DuckDB on every path: "
             + ", ".join(f"{k} {n} rows #{h}" for k, (n, h) in same2.items()))
-        best_spark, best_duck = min(spark_runs), min(duck_runs)
+        best_duck = min(runs["duckdb"])
         print()
-        print(f"rows              {args.groups * 2 * args.obs:>12,}   (+{new.num_rows:,} for the incremental run)")
-        print(f"Spark full        {best_spark:10.2f} s   (best of {args.repeat}: {', '.join(f'{x:.2f}' for x in spark_runs)})")
-        print(f"DuckDB full       {best_duck:10.2f} s   (best of {args.repeat}: {', '.join(f'{x:.2f}' for x in duck_runs)})")
-        print(f"ratio             {best_spark / best_duck:10.2f} x   (Spark / DuckDB, best runs; target <= 2)")
-        print(f"Spark incremental {inc_s:10.2f} s   ({args.new_pct:g} % new rows; a full Spark run on all rows took "
-              f"{full2_s:.2f} s, DuckDB {duck2_s:.2f} s)")
+        print(f"rows {args.groups * 2 * args.obs:,} (+{new.num_rows:,} = {args.new_pct:g} % for the incremental run); "
+              f"best of {args.repeat} full runs")
+        print(f"{'engine':<16} {'full (best)':>12} {'runs':>22} {'/ DuckDB':>9} {'incremental':>12} {'full, all rows':>15}")
+        for path in paths:
+            best = min(runs[path])
+            print(f"{'Spark ' + path:<16} {best:10.2f} s {', '.join(f'{x:.2f}' for x in runs[path]):>22} "
+                  f"{best / best_duck:8.2f}x {inc_s[path]:10.2f} s {full2_s[path]:13.2f} s")
+        print(f"{'DuckDB':<16} {best_duck:10.2f} s {', '.join(f'{x:.2f}' for x in runs['duckdb']):>22} "
+              f"{1:8.2f}x {'-':>12} {duck2_s:13.2f} s")
+        print(f"loadavg(after)={','.join(f'{x:.2f}' for x in os.getloadavg())}")
         spark.stop()
     finally:
         if not args.workdir:

@@ -247,12 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = with_config(sub.add_parser("replay", help="ingest recordings as if scraped live"))
     sp.add_argument("files", nargs="+", metavar="FILE")
     sp.add_argument("--analyze", action="store_true", help="run the analysis afterwards")
-    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default="auto")
+    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None)
     sp.add_argument("--quiet", "-q", action="store_true")
     sp.set_defaults(func=cmd_replay)
 
     sp = with_config(sub.add_parser("analyze", help="run the Spark jobs: bronze → silver → gold"))
-    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default="auto", help="Delta access from Spark")
+    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None, help="Delta access from Spark (default: $BROKERSCOPE_DELTA, else bridge)")
     sp.add_argument("--full", action="store_true", help="recompute everything, not only what new bronze rows change")
     sp.set_defaults(func=cmd_analyze)
 

@@ -201,13 +201,13 @@ def cmd_import(args) -> int:
 # --- analyze ---------------------------------------------------------------------------------------
 
 
-def _spark_lakehouse(cfg: Config, mode: str = "auto"):
+def _spark_lakehouse(cfg: Config, mode: str | None = None):
     from lakehouse.spark import SparkLakehouse, spark_session  # deferred: pyspark is heavy to import
 
     return SparkLakehouse(spark_session(), Lakehouse(cfg.lakehouse_root()), mode=mode)
 
 
-def run_analysis(cfg: Config, mode: str = "auto", full: bool = False, progress=None) -> dict[str, int]:
+def run_analysis(cfg: Config, mode: str | None = None, full: bool = False, progress=None) -> dict[str, int]:
     from analysis.gc import run_gc  # deferred: pyspark is heavy to import
     from analysis.params import gc_params  # deferred: pyspark is heavy to import
 
@@ -325,7 +325,7 @@ def add_parser(sub) -> None:
     sp.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (plain, .gz, .zip)")
     sp.add_argument("--config", "-c", required=True)
     sp.add_argument("--target", help="the JVM they belong to (default: the target whose gc_logs match)")
-    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default="auto", help="Delta access from Spark")
+    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None, help="Delta access from Spark (default: $BROKERSCOPE_DELTA, else bridge)")
     sp.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_import)
 
@@ -339,6 +339,6 @@ def add_parser(sub) -> None:
     sp = gsub.add_parser("analyze", help="Spark: bronze_gc_lines → gc_events → gc_findings")
     sp.add_argument("--config", "-c", required=True)
     sp.add_argument("--full", action="store_true", help="parse every file again (e.g. after a parser upgrade)")
-    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default="auto")
+    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None)
     sp.set_defaults(func=cmd_analyze)
 

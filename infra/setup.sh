@@ -16,6 +16,8 @@
 #    Kafka 4.3.1 jars (brokers, Connect, MirrorMaker 2, tools; infra.kafka_lab runs from them), the
 #    Apache Artemis 2.40.0 distribution (unpacked for infra.artemis_lab) and the Jolokia 2.x JVM
 #    agent (python -m infra.artifacts)
+# 6. fetch with Maven, once, checksum-verified, into the same cache: delta-spark's jars for Spark
+#    (io.delta:delta-spark_4.2_2.13:4.4.0 and what it needs beyond pyspark/jars; python -m infra.delta_jars)
 # Fast no-op when everything is in place.
 set -euo pipefail
 
@@ -106,4 +108,8 @@ say "jolokia agent: $jar"
 
 # ---------------------------------------------------------------- 5. Artemis distribution, Jolokia JVM agent
 "$PYTHON" -m infra.artifacts | while read -r line; do say "$line"; done
+
+# ---------------------------------------------------------------- 6. delta-spark jars (native Delta on Spark)
+delta_jar_list="$("$PYTHON" -m infra.delta_jars)"
+say "delta-spark jars: $(dirname "$(printf '%s\n' "$delta_jar_list" | head -1)") ($(printf '%s\n' "$delta_jar_list" | wc -l) jars)"
 say "done"

@@ -59,6 +59,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from infra import delta_jars
 from lakehouse.store import BRIDGE_STAGING_RE, Lakehouse, LakehouseError, _first_line, _pyarrow_fs
 from lakehouse.tables import TableContract, contract
 
@@ -66,6 +67,7 @@ _log = logging.getLogger("brokerscope.lakehouse.spark")
 
 __all__ = [
     "spark_session",
+    "delta_choice",
     "delta_native_available",
     "SparkLakehouse",
     "DeltaSparkUnavailableError",
@@ -114,18 +116,15 @@ class DeltaSparkUnavailableError(RuntimeError):
 
 
 def _delta_jars_hint(conf: dict[str, str]) -> bool:
-    """Before the JVM starts: will delta-spark's classes be on the classpath?"""
+    """Before the JVM starts: are delta-spark's classes provided by someone else (the user's
+    spark.jars / spark.jars.packages / driver class path, a jar in $SPARK_HOME/jars or pyspark/jars,
+    or BROKERSCOPE_DELTA_SPARK=1 for a cluster image that has them)?"""
     if os.environ.get("BROKERSCOPE_DELTA_SPARK", "").strip().lower() in ("1", "true", "yes"):
         return True
     for key in ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"):
         if re.search(r"delta[-_](spark|core)", conf.get(key, "") or ""):
             return True
-    dirs = []
-    try:
-
-        dirs.append(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
-    except Exception:  # noqa: BLE001
-        pass
+    dirs = [os.path.join(os.path.dirname(pyspark.__file__), "jars")]
     if os.environ.get("SPARK_HOME"):
         dirs.append(os.path.join(os.environ["SPARK_HOME"], "jars"))
     return any(glob.glob(os.path.join(d, p)) for d in dirs for p in ("delta-spark_*.jar", "delta-core_*.jar"))
@@ -162,15 +161,56 @@ def log4j2_config_file(level: str) -> str:
     return str(path)
 
 
+def delta_choice(delta: str | None = None) -> str:
+    """auto | native | bridge: the argument, else $BROKERSCOPE_DELTA, else auto."""
+    choice = (delta or os.environ.get("BROKERSCOPE_DELTA") or "auto").strip().lower()
+    if choice not in ("auto", "native", "bridge"):
+        raise ValueError(f"Delta access must be 'auto', 'native' or 'bridge' (argument or $BROKERSCOPE_DELTA), not {choice!r}")
+    return choice
+
+
+def _with_delta(settings: dict[str, str], delta: str) -> None:
+    """Put delta-spark on the session: the cached jars in spark.jars (unless someone else provides
+    them) and the Delta extension + catalog. bridge: neither (a JVM without Delta classes)."""
+    if delta == "bridge":
+        return
+    if not _delta_jars_hint(settings):
+        cached = delta_jars.jars()
+        if cached is None:
+            if delta == "native":
+                raise DeltaSparkUnavailableError(
+                    f"native Delta needs delta-spark {delta_jars.DELTA_VERSION}'s jars, which are not in the cache "
+                    f"({delta_jars.cache_dir()}): run {delta_jars.setup_command} once (Maven Central), or start "
+                    "with BROKERSCOPE_DELTA=bridge (delta-rs commits, no jars needed)")
+            _log.warning("delta-spark's jars are not in the cache: Spark uses the delta-rs bridge. Run %s once "
+                         "for native Delta", delta_jars.setup_command)
+            return
+        settings["spark.jars"] = ",".join(x for x in (settings.get("spark.jars", ""), *map(str, cached)) if x)
+    ext = settings.get("spark.sql.extensions", "")
+    if DELTA_EXTENSION not in ext:
+        settings["spark.sql.extensions"] = ",".join(x for x in (ext, DELTA_EXTENSION) if x)
+    settings.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+
+
+def _local_cores(master: str) -> int:
+    """local → 1, local[4] → 4, local[*] / local[*, 3] → the machine's cores."""
+    m = re.match(r"^local(?:\[(\*|\d+)(?:,\s*\d+)?\])?$", master.strip())
+    if not m or not m.group(1):
+        return 1 if master.strip() == "local" else (os.cpu_count() or 2)
+    return (os.cpu_count() or 2) if m.group(1) == "*" else max(1, int(m.group(1)))
+
+
 def spark_session(app_name: str = "brokerscope", master: str | None = None,
-                  conf: dict | None = None) -> SparkSession:
+                  conf: dict | None = None, delta: str | None = None) -> SparkSession:
     """A SparkSession with sane local defaults (reuses the active one — getOrCreate).
 
     master: argument, else $BROKERSCOPE_SPARK_MASTER, else local[2] (under spark-submit the
-    submitted master is kept). Adds the Delta extension + catalog when delta-spark's jars are
-    on the classpath (jar in $SPARK_HOME/jars or pyspark/jars, or named in spark.jars /
-    spark.jars.packages) or when BROKERSCOPE_DELTA_SPARK=1. $BROKERSCOPE_SPARK_LOG_LEVEL sets
-    the log level (default ERROR; `brokerscope -v`: WARN), from the JVM's start (a log4j2 file,
+    submitted master is kept). delta (argument, else $BROKERSCOPE_DELTA, else auto): auto and
+    native put delta-spark on the session — the jars `python -m infra.delta_jars` cached (unless
+    the classpath already has them) and the Delta extension + catalog; auto falls back to the
+    delta-rs bridge when the jars are not cached, native raises DeltaSparkUnavailableError;
+    bridge starts Spark without Delta classes. $BROKERSCOPE_SPARK_LOG_LEVEL sets the log level
+    (default ERROR; `brokerscope -v`: WARN), from the JVM's start (a log4j2 file,
     log4j2_config_file). `conf` wins over every default."""
     user = {str(k): str(v) for k, v in (conf or {}).items()}
     settings: dict[str, str] = {
@@ -191,14 +231,14 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" noise
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
+        # Delta rebuilds a snapshot's file list in a job of 50 tasks by default (sized for large logs
+        # on a cluster); our logs are small and local mode has a few cores: one task per core. Measured
+        # on the kill-master drill (2 cores): the analysis took 452 s with 50, see BENCHMARKS.md.
+        settings["spark.databricks.delta.snapshotPartitions"] = str(_local_cores(master))
     level = os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL", "ERROR")
     settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j2_config_file(level)}"
     settings.update(user)
-    if _delta_jars_hint(settings):
-        ext = settings.get("spark.sql.extensions", "")
-        if DELTA_EXTENSION not in ext:
-            settings["spark.sql.extensions"] = ",".join(x for x in (ext, DELTA_EXTENSION) if x)
-        settings.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    _with_delta(settings, delta_choice(delta))
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
@@ -306,6 +346,14 @@ def _is_uri(path: str) -> bool:
 # --- the Spark side of the lakehouse ------------------------------------------------------------
 
 
+def lakehouse_mode(mode: str | None = None) -> str:
+    """How Spark reads and writes the tables: the argument, else $BROKERSCOPE_DELTA, else bridge.
+    auto: native when the session has delta-spark, else the bridge. The bridge is the default for
+    now: native Delta gives the same rows but ran 3.7× slower on local runs (a snapshot rebuild per
+    read after a write, 3–4 jobs per commit; BENCHMARKS.md, issue P15)."""
+    return (mode or os.environ.get("BROKERSCOPE_DELTA") or "bridge").strip().lower()
+
+
 class SparkLakehouse:
     """Read/write contract tables as Spark DataFrames (native delta-spark or the delta-rs bridge)."""
 
@@ -313,7 +361,8 @@ class SparkLakehouse:
     _replace_where_via_removes = False
 
     def __init__(self, spark: SparkSession, lakehouse: Lakehouse,
-                 mode: Literal["auto", "native", "bridge"] = "auto"):
+                 mode: Literal["auto", "native", "bridge"] | None = None):
+        mode = lakehouse_mode(mode)
         if mode not in ("auto", "native", "bridge"):
             raise ValueError(f"mode must be 'auto', 'native' or 'bridge', not {mode!r}")
         self.spark = spark
@@ -323,10 +372,9 @@ class SparkLakehouse:
             raise DeltaSparkUnavailableError(
                 "mode='native' needs delta-spark in this Spark session: the class "
                 f"{DELTA_EXTENSION} is not loadable or not configured in spark.sql.extensions. "
-                "Start Spark with the jars (e.g. conf spark.jars.packages="
-                "io.delta:delta-spark_2.13:<version> plus BROKERSCOPE_DELTA_SPARK=1, or the jar in "
-                "$SPARK_HOME/jars) through lakehouse.spark.spark_session(), or use mode='auto' / "
-                "'bridge' (delta-rs commits, no jars needed)."
+                f"Cache the jars once with {delta_jars.setup_command} and start Spark through "
+                "lakehouse.spark.spark_session() (not with delta='bridge' / BROKERSCOPE_DELTA=bridge), "
+                "or use mode='auto' / 'bridge' (delta-rs commits, no jars needed)."
             )
         self.mode: str = "native" if native else "bridge"
 
