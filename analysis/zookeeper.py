@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from analysis.frames import typed_frame
+from collectors.jolokia import error_kind_of
 from collectors.zookeeper.parse import SERVING_STATES, coordination_rows, server_state_row
 from lakehouse.tables import ZK_COORDINATION, ZK_ELECTIONS, ZK_FINDINGS, ZK_QUORUM, ZK_SERVER_STATE
 from settings import ZkOptions
@@ -163,24 +164,31 @@ def last_election_ms(pdf: pd.DataFrame) -> pd.Series:
     return value.ffill()
 
 
+def refused_client_port(error: str | None) -> bool:
+    """The server's client port refused the connection: nothing listens there (not the AdminServer's)."""
+    return error_kind_of(error) == "refused" and "AdminServer" not in str(error)
+
+
 def round_facts(rows: list[dict], voters: int) -> dict:
     """One round of an ensemble from each server's latest row: the quorum status — present: a server
     serves; election: nobody serves but a majority answers (they are electing a leader); lost: so
-    many servers are seen down (no answer) that a majority cannot exist even if every server
-    without a recent row were up — evidence, not a missing answer; unknown: no answer, or too few
-    rows to tell — the leader (of the highest epoch), its epoch, and the voters in quorum (the
-    leader's synced followers + itself, else the servers serving)."""
+    many servers are seen down that a majority cannot exist even if every other server were up —
+    evidence: a refused connection (nothing listens on the client port), never a missing answer or
+    a timeout (a loaded or electing server may answer late: measured, a leader kill on a busy host
+    read as a 0.5 s quorum loss); unknown: no answer, or too few rows to tell — the leader (of the
+    highest epoch), its epoch, and the voters in quorum (the leader's synced followers + itself,
+    else the servers serving)."""
     majority = voters // 2 + 1
     answering = [r for r in rows if r["reachable"]]
+    down = [r for r in rows if not r["reachable"] and refused_client_port(r.get("error"))]
     serving = [r for r in rows if r["state"] in SERVING_STATES]
     leaders = [r for r in serving if r["state"] == "leader"]
     lead = max(leaders, key=lambda r: (_epoch(r), r["ts"], r["instance"])) if leaders else {}
-    unseen = max(voters - len(rows), 0)
     if serving:
         status = "present"
     elif len(answering) >= majority:
         status = "election"
-    elif rows and len(answering) + unseen < majority:
+    elif rows and voters - len(down) < majority:
         status = "lost"
     else:
         status = "unknown"
@@ -267,7 +275,7 @@ def ensemble_rounds(pdf: pd.DataFrame, members: int = 0, scrape_interval_s: floa
 
 
 def rounds_of(states: DataFrame, params: ZkParams) -> DataFrame:
-    cols = ["ensemble", "instance", "ts", "reachable", "state", "zxid_epoch", "synced_followers",
+    cols = ["ensemble", "instance", "ts", "reachable", "error", "state", "zxid_epoch", "synced_followers",
             "leader_uptime_ms", "quorum_size", "elections", "election_time_sum_ms"]
 
     def per_ensemble(pdf: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,11 @@ from lakehouse.tables import BROKER_STATE, GC_FINDINGS, ZK_ELECTIONS, ZK_FINDING
 T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
 
 
+# the collector's words for a server that is down (nothing listens) and one that did not answer in time
+REFUSED = "zk1: connection refused at 127.0.0.1:2181 ([Errno 111] Connection refused); ZooKeeper is not listening"
+TIMED_OUT = "zk1: no answer within the timeout (1s) to 'srvr' at 127.0.0.1:2181"
+
+
 def t(s: float) -> datetime:
     return T0 + timedelta(seconds=s)
 
@@ -21,8 +26,10 @@ def server(ts: float, inst: str, state: str, epoch: int | None = None, synced: i
            leader_uptime: int | None = None, elections: int | None = None, election_sum: int | None = None,
            **kw) -> dict:
     row = {c: None for c in ZK_SERVER_STATE.column_names}
-    row.update(ts=t(ts), ensemble="ens", instance=inst, reachable=state != "unanswered",
-               state="unknown" if state == "unanswered" else state, zxid_epoch=epoch, synced_followers=synced,
+    unanswered = state in ("unanswered", "timeout")
+    row.update(error={"unanswered": REFUSED, "timeout": TIMED_OUT}.get(state))
+    row.update(ts=t(ts), ensemble="ens", instance=inst, reachable=not unanswered,
+               state="unknown" if unanswered else state, zxid_epoch=epoch, synced_followers=synced,
                leader_uptime_ms=leader_uptime, quorum_size=3, elections=elections, election_time_sum_ms=election_sum)
     row.update(kw)
     return row
@@ -33,7 +40,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def scripted(script: dict[str, str], epochs: dict[int, int], step: float = 1.0) -> pd.DataFrame:
-    """script: server → one letter per round (L leader, F follower, N not serving, x unanswered)."""
+    """script: server → one letter per round (L leader, F follower, N not serving, x refused: down)."""
     rows = []
     for inst, seq in script.items():
         for i, c in enumerate(seq):
@@ -96,6 +103,11 @@ def test_missing_answers_are_no_evidence_of_a_lost_quorum():
     down = frame([server(0, "a", "leader", epoch=1, synced=2), server(0, "b", "follower"), server(0, "c", "follower"),
                   server(1, "a", "unanswered"), server(1, "b", "not-serving"), server(1, "c", "unanswered")])
     assert list(ensemble_rounds(down, members=3)["status"]) == ["present", "lost"]
+    late = frame([server(0, "a", "leader", epoch=1, synced=2), server(0, "b", "follower"), server(0, "c", "follower"),
+                  server(1, "a", "unanswered"), server(1, "b", "not-serving"), server(1, "c", "timeout")])
+    # the leader refused (killed), c's answer timed out while b looks for a leader: c may be up and
+    # electing too (measured: a leader kill on a busy host read as a 0.5 s quorum loss) → unknown
+    assert list(ensemble_rounds(late, members=3)["status"]) == ["present", "unknown"]
 
 
 def test_a_hole_in_the_rounds_is_unknown_not_continuity():
