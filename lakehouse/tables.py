@@ -730,8 +730,10 @@ ZK_QUORUM = TableContract(
     doc=(
         "Intervals per ensemble with one quorum status, leader and epoch, from scrape rounds. "
         "`present`: a server serves; `election`: none serves but a majority of voters answers (a "
-        "leader is being elected); `lost`: fewer than a majority answers, so no leader can be "
-        "elected until servers return; `unknown`: no server answered. The interval runs from its "
+        "leader is being elected); `lost`: so many servers refuse connections on their client port "
+        "(nothing listens) that no majority can exist, so no leader can be elected until servers "
+        "return; `unknown`: too few answers to tell (a late or missing answer is no evidence). The "
+        "interval runs from its "
         "first to its last round; the truth changed after `start_lower` / before `end_upper` (the "
         "neighbouring rounds)."
     ),
