@@ -54,7 +54,7 @@ from infra.artemis.instance import MONITOR_USER, HaSpec, InstanceSpec, create
 from infra.artifacts import artemis_home
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import _stomp_read, _stomp_write, jolokia_request
-from infra.lab_logs import stamped_lines
+from infra.lab_logs import matching_lines
 from infra.processes import (
     LabError,
     LabProcesses,
@@ -77,7 +77,7 @@ BROKER_MBEAN = "org.apache.activemq.artemis:broker=*"
 #: AMQ221024 replica synchronized, AMQ221031 backup announced)
 ACTIVE_CODES = ("AMQ221001", "AMQ221007", "AMQ221010")
 BACKUP_CODES = ("AMQ221109", "AMQ221024", "AMQ221031")
-_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) +\w+ +\[[^\]]*\] (.*)$")
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) +\w+ +\[[^\]]*\] (?P<msg>.*)$")
 
 
 @dataclass
@@ -129,8 +129,7 @@ def role_of(item: dict) -> Role:
 
 def log_times(log: Path, pattern: str, since: float = 0.0) -> list[tuple[float, str]]:
     """(epoch, message) of the broker-log lines matching ``pattern`` at or after ``since``."""
-    rx = re.compile(pattern)
-    return [(t, m.group(2)) for t, m in stamped_lines(log, _LOG_LINE) if t >= since and rx.search(m.group(2))]
+    return matching_lines(log, _LOG_LINE, pattern, since)
 
 
 def stomp_send(url: str, destination: str, bodies, *, login: str, passcode: str, timeout: float = 5.0) -> int:

@@ -55,7 +55,7 @@ from infra.artifacts import jolokia_agent_jar, kafka_classpath
 from infra.kafka_clients import broker_ids, create_topic, topic_names
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import jolokia_request
-from infra.lab_logs import stamped_lines, tail
+from infra.lab_logs import matching_lines, tail
 from infra.processes import LabError, LabProcesses, free_port, is_our_java, java_tool, marker_args, stop_recorded
 
 __all__ = ["KafkaLab", "KafkaNode", "CLUSTERS", "log_times", "stop_recorded_nodes"]
@@ -69,7 +69,7 @@ STORAGE_TOOL = "kafka.tools.StorageTool"
 MM2_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 ACTIVE_CONTROLLER = "kafka.controller:type=KafkaController,name=ActiveControllerCount"
 LOG_PATTERN = "[%d{yyyy-MM-dd HH:mm:ss,SSS}{UTC}] %p %m (%c)%n"
-_LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*)$")
+_LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (?P<msg>.*)$")
 
 
 @dataclass
@@ -99,8 +99,7 @@ class KafkaNode:
 
 def log_times(log: Path, pattern: str, since: float = 0.0) -> list[tuple[float, str]]:
     """(epoch, message) of the lab-log lines whose message matches ``pattern``, at or after ``since``."""
-    rx = re.compile(pattern)
-    return [(t, m.group(3)) for t, m in stamped_lines(log, _LOG_LINE) if t >= since and rx.search(m.group(3))]
+    return matching_lines(log, _LOG_LINE, pattern, since)
 
 
 class KafkaLab(LabProcesses):

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["stamped_lines", "tail"]
+__all__ = ["matching_lines", "stamped_lines", "tail"]
 
 
 def tail(path: Path, lines: int = 40) -> str:
@@ -35,3 +35,10 @@ def stamped_lines(log: Path, line: re.Pattern[str]) -> Iterator[tuple[float, re.
         if m:
             stamp = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc)
             yield stamp.timestamp(), m
+
+
+def matching_lines(log: Path, line: re.Pattern[str], pattern: str, since: float = 0.0) -> list[tuple[float, str]]:
+    """(epoch, message) of the lines of ``log`` whose message (``line``'s group ``msg``) matches
+    ``pattern``, at or after ``since``."""
+    rx = re.compile(pattern)
+    return [(t, m.group("msg")) for t, m in stamped_lines(log, line) if t >= since and rx.search(m.group("msg"))]
