@@ -15,13 +15,38 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+# --- scheduling under xdist (`make test`: -n 2 --dist loadgroup; tests/xdist_groups.py) ---------------------
+
+import pytest  # noqa: E402
+
+from tests import xdist_groups  # noqa: E402
+
+
+def pytest_configure(config):
+    xdist_groups.start(config)
+
+
+def pytest_unconfigure(config):
+    xdist_groups.finish(config)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist tells the controller that collection is done
+def pytest_collection_finish(session):
+    xdist_groups.write_groups(session)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadgroup":
+        return xdist_groups.GroupScheduling(config, log)
+    return None
+
+
 # --- the committed kill-master drill, analysed once ------------------------------------------------------------
 
 import shutil  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
 
 _FIX = Path(__file__).parent / "fixtures"
 

@@ -24,7 +24,7 @@ from settings import config_from_dict
 from tests.alert_servers import RecordingReceiver, wait_for
 from tests.servers import free_port, stop_process
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.lab]
 
 AM = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "alerts" / "alertmanager_webhook_v4.schema.json").read_text())

@@ -27,7 +27,7 @@ try:
 except ArtifactError as e:
     _missing = str(e)
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(_missing is not None, reason=f"{_missing}")]
+pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.skipif(_missing is not None, reason=f"{_missing}")]
 
 PACK = ArtemisPack()
 QUEUE = "brokerscope.live"

@@ -8,7 +8,7 @@ import pytest
 
 from brokerscope.cli import main
 
-pytestmark = [pytest.mark.slow, pytest.mark.drill]
+pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.drill]
 
 
 def test_demo_reconstructs_the_failover_and_tails_the_gc_logs(tmp_path, capsys):

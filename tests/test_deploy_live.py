@@ -19,6 +19,7 @@ from tests.test_prometheus_live import exporter, prometheus, query, wait_query  
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.lab,
     pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
                        reason="Debian `prometheus` (with promtool) not installed; see infra/setup.sh"),
 ]

@@ -14,7 +14,7 @@ from settings import load_config
 from tests.drill_checks import assert_passed
 from tests.test_spine import gold
 
-pytestmark = [pytest.mark.slow, pytest.mark.drill]
+pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.drill]
 
 
 def test_kill_master_live_then_replay_gives_same_gold(tmp_path, spark):

@@ -73,6 +73,9 @@ def _java_pids_of(workdir: Path) -> list[int]:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.lab
 def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
     from infra.kafka_clients import committed_offsets, consume, end_offsets, fail_over, produce, readiness
 
@@ -138,6 +141,9 @@ def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.lab
 @pytest.mark.drill
 def test_controller_kill_drill_meets_the_bar(tmp_path, spark):
     """The drill end to end on a fresh lab (kafka-broker-kill and kafka-mm2-restart share its code and

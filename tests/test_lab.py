@@ -62,6 +62,7 @@ def test_agent_jvm_arg_rejects_commas(tmp_path: Path) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_build_agent_is_cached(agent_jar: Path) -> None:
     mtime = agent_jar.stat().st_mtime_ns
     assert build_agent() == agent_jar
@@ -70,6 +71,7 @@ def test_build_agent_is_cached(agent_jar: Path) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_agent_version_get(agent_jvm: AgentJVM) -> None:
     with urllib.request.urlopen(agent_jvm.url + "/version", timeout=5) as resp:
         assert resp.status == 200
@@ -84,6 +86,7 @@ def test_agent_version_get(agent_jvm: AgentJVM) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_agent_get_read_and_mime_type(agent_jvm: AgentJVM) -> None:
     status, body = agent_jvm.request(get_path="read/java.lang:type=Memory/HeapMemoryUsage/used")
     assert status == 200 and body["status"] == 200
@@ -96,6 +99,7 @@ def test_agent_get_read_and_mime_type(agent_jvm: AgentJVM) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_agent_bulk_post_mixed_statuses(agent_jvm: AgentJVM) -> None:
     status, body = agent_jvm.request([
         {"type": "read", "mbean": "java.lang:type=Runtime", "attribute": "Uptime"},
@@ -114,6 +118,7 @@ def test_agent_bulk_post_mixed_statuses(agent_jvm: AgentJVM) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_agent_refuses_exec_and_write(agent_jvm: AgentJVM) -> None:
     status, body = agent_jvm.request([
         {"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc"},
@@ -131,6 +136,7 @@ def test_agent_refuses_exec_and_write(agent_jvm: AgentJVM) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_agent_bad_json_and_method(agent_jvm: AgentJVM) -> None:
     req = urllib.request.Request(agent_jvm.url, data=b"not json", method="POST")
     with urllib.request.urlopen(req, timeout=5) as resp:
@@ -144,6 +150,7 @@ def test_agent_bad_json_and_method(agent_jvm: AgentJVM) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_agent_basic_auth_and_strict_origin(agent_jar: Path, tmp_path: Path) -> None:
     pw = tmp_path / "pw"
     pw.write_text("s3cret\n")
@@ -171,6 +178,7 @@ def test_agent_basic_auth_and_strict_origin(agent_jar: Path, tmp_path: Path) -> 
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_agent_threads_do_not_keep_jvm_alive(agent_jar: Path, tmp_path: Path) -> None:
     # main() returns at once (stdin is /dev/null): the JVM must exit although the agent listens
     res = subprocess.run(
@@ -186,6 +194,7 @@ def test_agent_threads_do_not_keep_jvm_alive(agent_jar: Path, tmp_path: Path) ->
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_start_failure_reports_log_tail(agent_jar: Path, tmp_path: Path) -> None:
     pair = ActiveMQPair(tmp_path, extra_jvm_args=["-XX:+BrokerscopeNoSuchOption"])
     with pytest.raises(LabError) as err:
@@ -197,6 +206,7 @@ def test_start_failure_reports_log_tail(agent_jar: Path, tmp_path: Path) -> None
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_pair_one_master_one_slave(activemq_pair: ActiveMQPair) -> None:
     pair = activemq_pair
     assert pair.roles() == {"amq-a": "master", "amq-b": "slave"}
@@ -215,6 +225,7 @@ def test_pair_one_master_one_slave(activemq_pair: ActiveMQPair) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_slave_and_master_jolokia_answers(activemq_pair: ActiveMQPair) -> None:
     master, slave = activemq_pair.brokers["amq-a"], activemq_pair.brokers["amq-b"]
     status, body = jolokia_request(slave.jolokia_url, [
@@ -246,6 +257,7 @@ def test_slave_and_master_jolokia_answers(activemq_pair: ActiveMQPair) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_sigkill_master_slave_takes_over(activemq_pair: ActiveMQPair) -> None:
     pair = activemq_pair
     old_pid = pair.brokers["amq-a"].pid
@@ -268,6 +280,7 @@ def test_sigkill_master_slave_takes_over(activemq_pair: ActiveMQPair) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_restarted_old_master_comes_back_as_slave(activemq_pair: ActiveMQPair) -> None:
     pair = activemq_pair
     old = pair.brokers["amq-a"]
@@ -281,6 +294,7 @@ def test_restarted_old_master_comes_back_as_slave(activemq_pair: ActiveMQPair) -
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_paused_master_keeps_lock(activemq_pair: ActiveMQPair) -> None:
     pair = activemq_pair
     pair.pause("amq-b")
@@ -295,6 +309,7 @@ def test_paused_master_keeps_lock(activemq_pair: ActiveMQPair) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_basic_auth_lab_single_broker(agent_jar: Path, tmp_path: Path) -> None:
     pair = ActiveMQPair(tmp_path, jolokia_user="scope", jolokia_password="pw-1")
     try:
@@ -309,6 +324,7 @@ def test_basic_auth_lab_single_broker(agent_jar: Path, tmp_path: Path) -> None:
 
 @requires_lab
 @pytest.mark.slow
+@pytest.mark.lab
 def test_stop_leaves_no_processes(activemq_pair: ActiveMQPair) -> None:
     pair = activemq_pair
     pids = [b.pid for b in pair.brokers.values()]

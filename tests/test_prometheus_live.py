@@ -24,6 +24,7 @@ from tests.test_exporter import T0, drill_lakehouse
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.lab,
     pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("promtool")),
                        reason="Debian `prometheus` (with promtool) not installed; see infra/setup.sh"),
 ]

@@ -67,10 +67,28 @@ def analysed(rec: Recording, envelopes: list[dict], where: Path, spark) -> dict[
     return findings(Lakehouse(cfg.lakehouse_root()))
 
 
+class Undisturbed(dict):
+    """Each recording's undisturbed findings, analysed the first time a test asks for them (under
+    xdist a worker analyses only the recordings whose tests it runs: see `by_recording`)."""
+
+    def __init__(self, tmp_path_factory, spark):
+        super().__init__()
+        self._tmp, self._spark = tmp_path_factory, spark
+
+    def __missing__(self, name: str) -> dict[str, list[dict]]:
+        rec = next(r for r in RECORDINGS if r.name == name)
+        self[name] = analysed(rec, perturb.read(rec.path), self._tmp.mktemp(rec.name), self._spark)
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def undisturbed(tmp_path_factory, spark):
-    return {rec.name: analysed(rec, perturb.read(rec.path), tmp_path_factory.mktemp(rec.name), spark)
-            for rec in RECORDINGS}
+    return Undisturbed(tmp_path_factory, spark)
+
+
+def by_recording(rec: Recording) -> str:
+    """The xdist group of a recording's tests: they share its undisturbed analysis."""
+    return f"robustness-{rec.name}"
 
 
 def close(a: datetime, b: datetime, tolerance: float) -> bool:
@@ -107,7 +125,8 @@ def start_of(rec: Recording) -> datetime:
     return min(datetime.fromisoformat(e["ts"].replace("Z", "+00:00")) for e in perturb.read(rec.path))
 
 
-@pytest.mark.parametrize("rec", RECORDINGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("rec", [pytest.param(r, id=r.name, marks=pytest.mark.xdist_group(by_recording(r)))
+                                 for r in RECORDINGS])
 @pytest.mark.parametrize("how", ["jitter", "drop", "hole", "duplicate"])
 def test_findings_survive_a_disturbed_recording(rec, how, undisturbed, tmp_path, spark):
     envelopes = perturb.read(rec.path)
@@ -127,6 +146,7 @@ def test_findings_survive_a_disturbed_recording(rec, how, undisturbed, tmp_path,
         assert_within_one_interval(base, got, rec.interval, f"{rec.name}/{how}")
 
 
+@pytest.mark.xdist_group(by_recording(RECORDINGS[0]))
 def test_a_hole_over_the_failover_is_said_and_its_bounds_hold_the_truth(undisturbed, tmp_path, spark):
     """The hole right over the hand-over: the failover is still found, flagged `unobserved`, and its
     bounds still contain the undisturbed one."""

@@ -25,7 +25,7 @@ from lakehouse.store import Lakehouse
 from settings import load_config
 from tests.lab_fixtures import activemq_pair, agent_jar, requires_lab  # noqa: F401
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.lab]
 
 INTERVAL = 1.0
 BOUND = 2 * INTERVAL + 2  # the promise

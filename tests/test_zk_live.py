@@ -16,7 +16,7 @@ from settings import config_from_dict
 from tests.fixtures.zookeeper import checks
 from tests.fixtures.zookeeper.drill import artemis_envelopes, full_config, gc_finding, run_drill
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.lab]
 
 
 @pytest.fixture(scope="module")
