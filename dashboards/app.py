@@ -24,6 +24,7 @@ from werkzeug.serving import make_server
 from collectors.text import printable
 from dashboards import data as D
 from dashboards import layout as L
+from dashboards.clock import UTC_CLOCK, Clock
 from dashboards.figures import incident_timeline, lag_figure
 from dashboards.overview import group_statuses
 from dashboards.report import FORMATS, render
@@ -72,19 +73,55 @@ function (r) {
 """
 
 
-def zoomed_range(zoom) -> tuple[datetime, datetime] | None:
-    """The x range of the zoom store ([lo, hi] as Plotly writes dates); None for a reset."""
+def zoomed_range(zoom, clk: Clock = UTC_CLOCK) -> tuple[datetime, datetime] | None:
+    """The x range of the zoom store ([lo, hi] as Plotly writes dates, wall-clock times of the
+    clock's zone) in UTC; None for a reset."""
     if not isinstance(zoom, (list, tuple)) or len(zoom) != 2:
         return None
     try:
-        return _plotly_time(zoom[0]), _plotly_time(zoom[1])
+        return _plotly_time(zoom[0], clk), _plotly_time(zoom[1], clk)
     except (TypeError, ValueError):
         return None
 
 
-def _plotly_time(text: str) -> datetime:
-    """Plotly date strings ('2026-11-23 11:00:03.5', no zone: the axis is UTC)."""
-    return D.utc(datetime.fromisoformat(str(text).replace(" ", "T").replace("Z", "")))
+def _plotly_time(text: str, clk: Clock) -> datetime:
+    """Plotly date strings ('2026-11-23 11:00:03.5', no zone: the axis shows the clock's zone)."""
+    return clk.to_utc(datetime.fromisoformat(str(text).replace(" ", "T").replace("Z", "")))
+
+
+def typed_range(default: tuple[datetime, datetime], since: str | None, until: str | None,
+                clk: Clock) -> tuple[datetime, datetime]:
+    """The range typed into from/until (either may be empty: the default's end stays), in the
+    clock's zone where a time has no offset. ValueError says what is wrong."""
+    lo = parse_since(since or None, zone=clk.zone) or default[0]
+    hi = parse_since(until or None, zone=clk.zone) or default[1]
+    if lo >= hi:
+        raise ValueError(f"'from' ({clk.stamp(lo)}) must be before 'until' ({clk.stamp(hi)})")
+    return lo, hi
+
+
+# The browser's own IANA time zone ('Europe/Berlin'), for "times in: my browser's time zone".
+BROWSER_ZONE = """
+function (_id) {
+  try { return Intl.DateTimeFormat().resolvedOptions().timeZone || null; } catch (e) { return null; }
+}
+"""
+
+
+def timeline_update(gold: D.Gold, incident_id: str, trigger: str | None, choice, zoom, since, until, clk: Clock):
+    """(figure, error text, from, until) for the incident timeline's controls: a zoom wins, then a
+    typed from/until, then the range buttons (choosing one clears what was typed)."""
+    view = view_range(gold, D.incident(gold, incident_id), choice)
+    if trigger == "range-choice":
+        since = until = ""
+    elif trigger == "zoom":
+        view = zoomed_range(zoom, clk) or view
+    elif since or until:
+        try:
+            view = typed_range(view, since, until, clk)
+        except ValueError as e:
+            return dash.no_update, f"time range: {e}", dash.no_update, dash.no_update
+    return incident_figure(D.load_incident(gold, incident_id, view), clk), "", since, until
 
 
 # --- pages ------------------------------------------------------------------------------------------------
@@ -119,8 +156,8 @@ def refreshed_overview(gold: D.Gold):
         return L.message_page("The lakehouse cannot be read", str(e))
 
 
-def incident_figure(bundle: D.IncidentBundle):
-    return incident_timeline(bundle.timeline, bundle.incident["title"])
+def incident_figure(bundle: D.IncidentBundle, clk: Clock = UTC_CLOCK):
+    return incident_timeline(bundle.timeline, bundle.incident["title"], clk)
 
 
 def incident_page(gold: D.Gold, incident_id: str):
@@ -278,14 +315,15 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
     app.clientside_callback(ZOOM_FROM_RELAYOUT, Output("zoom", "data"), Input("timeline", "relayoutData"),
                             prevent_initial_call=True)
 
-    @app.callback(Output("timeline", "figure"), Input("range-choice", "value"), Input("zoom", "data"),
-                  State("incident-id", "data"), prevent_initial_call=True)
-    def _timeline(choice, zoom, incident_id):
-        inc = D.incident(gold, incident_id)
-        view = view_range(gold, inc, choice)
-        if dash.ctx.triggered_id == "zoom":
-            view = zoomed_range(zoom) or view
-        return incident_figure(D.load_incident(gold, incident_id, view))
+    app.clientside_callback(BROWSER_ZONE, Output("browser-zone", "data"), Input("incident-id", "data"))
+
+    @app.callback(Output("timeline", "figure"), Output("range-error", "children"), Output("range-from", "value"),
+                  Output("range-until", "value"), Input("range-choice", "value"), Input("zoom", "data"),
+                  Input("range-from", "value"), Input("range-until", "value"), Input("zone-choice", "value"),
+                  State("incident-id", "data"), State("browser-zone", "data"), prevent_initial_call=True)
+    def _timeline(choice, zoom, since, until, zone_choice, incident_id, browser_zone):
+        return timeline_update(gold, incident_id, dash.ctx.triggered_id, choice, zoom, since, until,
+                               Clock.named(browser_zone) if zone_choice == "local" else UTC_CLOCK)
 
     @app.callback(Output("findings-content", "children"), Input("f-group", "value"), Input("f-since", "value"),
                   Input("f-until", "value"), State("url", "pathname"), prevent_initial_call=True)

@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dashboards.clock import UTC_CLOCK, Clock
 from dashboards.data import TimelineData, utc
 
 ACTIVE = "#2e7d32"
@@ -46,7 +47,8 @@ def clock(ts: datetime | None, ms: bool = True) -> str:
 
 
 def stamp(ts: datetime | None) -> str:
-    return "?" if ts is None else utc(ts).strftime("%Y-%m-%d ") + clock(ts) + " UTC"
+    """'2026-11-23 11:00:03.512 UTC'."""
+    return UTC_CLOCK.stamp(ts)
 
 
 def _ms(a: datetime, b: datetime) -> float:
@@ -57,7 +59,7 @@ def zk_row(ensemble: str) -> str:
     return esc(f"ZooKeeper {ensemble}")
 
 
-def role_bars(data: TimelineData) -> list[go.Bar]:
+def role_bars(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[go.Bar]:
     """Observed-active spans (solid) and the bounds where the role may have begun or ended (pale)."""
     solid: dict[str, list] = {"y": [], "base": [], "x": [], "text": []}
     pale: dict[str, list] = {"y": [], "base": [], "x": [], "text": []}
@@ -65,17 +67,17 @@ def role_bars(data: TimelineData) -> list[go.Bar]:
         y = esc(r["instance"])
         start, end = utc(r["start_ts"]), utc(r["end_ts"])
         solid["y"].append(y)
-        solid["base"].append(start)
+        solid["base"].append(clk.wall(start))
         solid["x"].append(max(_ms(start, end), 1.0))
-        solid["text"].append(f"{y} active (observed)<br>{stamp(start)} → {stamp(end)}"
+        solid["text"].append(f"{y} active (observed)<br>{clk.stamp(start)} → {clk.stamp(end)}"
                              + ("<br>still active" if r["is_open"] else ""))
         for lo, hi, what in ((r["start_lower"], start, "may have become active after"),
                              (end, r["end_upper"], "may have stayed active until")):
             if lo is not None and hi is not None and utc(hi) > utc(lo):
                 pale["y"].append(y)
-                pale["base"].append(utc(lo))
+                pale["base"].append(clk.wall(lo))
                 pale["x"].append(_ms(lo, hi))
-                pale["text"].append(f"{y} {what}<br>{stamp(lo)} → {stamp(hi)}")
+                pale["text"].append(f"{y} {what}<br>{clk.stamp(lo)} → {clk.stamp(hi)}")
     bars = []
     for spec, name, color in ((pale, "active (bounds)", ACTIVE_MAYBE), (solid, "active (observed)", ACTIVE)):
         if spec["y"]:
@@ -91,7 +93,7 @@ STATE_LABEL = {"active": "state: active", "standby": "state: standby", "starting
                "unreachable": "state: not answering", "unknown": "state: unknown (no observation)"}
 
 
-def state_bars(data: TimelineData) -> list[go.Bar]:
+def state_bars(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[go.Bar]:
     """One wide bar per state run of each broker (dashboards/states.py), under the active bars:
     the whole story — standby, starting, not answering, unknown — not only who was live."""
     bars = []
@@ -100,22 +102,22 @@ def state_bars(data: TimelineData) -> list[go.Bar]:
         if not runs:
             continue
         bars.append(go.Bar(
-            orientation="h", y=[esc(r["instance"]) for r in runs], base=[r["start"] for r in runs],
+            orientation="h", y=[esc(r["instance"]) for r in runs], base=[clk.wall(r["start"]) for r in runs],
             x=[max(_ms(r["start"], r["end"]), 1.0) for r in runs], name=STATE_LABEL[state], marker_color=color,
             width=0.85, legendgroup=STATE_LABEL[state], hoverinfo="text",
-            hovertext=[f"{esc(r['instance'])} {STATE_LABEL[state].removeprefix('state: ')}<br>{stamp(r['start'])} → "
-                       f"{stamp(r['end'])}<br>{r['observations']} observation(s)" for r in runs]))
+            hovertext=[f"{esc(r['instance'])} {STATE_LABEL[state].removeprefix('state: ')}<br>{clk.stamp(r['start'])} → "
+                       f"{clk.stamp(r['end'])}<br>{r['observations']} observation(s)" for r in runs]))
     return bars
 
 
-def window_shapes(data: TimelineData) -> list[dict]:
+def window_shapes(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[dict]:
     """Split-brain and outage windows as shaded bands over all rows; certain darker than possible."""
     shapes = []
 
     def band(x0, x1, color, name, dash=None):
         if x0 is None or x1 is None:
             return
-        shapes.append(dict(type="rect", xref="x", yref="paper", x0=utc(x0), x1=utc(x1), y0=0, y1=1,
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=clk.wall(x0), x1=clk.wall(x1), y0=0, y1=1,
                            fillcolor=color, line=dict(width=1 if dash else 0, color=color, dash=dash or "solid"),
                            layer="below", name=name, showlegend=name not in {s["name"] for s in shapes},
                            legendgroup=name))
@@ -131,78 +133,80 @@ def window_shapes(data: TimelineData) -> list[dict]:
     return shapes
 
 
-def marker_traces(data: TimelineData) -> list[go.Scatter]:
+def marker_traces(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[go.Scatter]:
     traces = []
     if data.gc_pauses:
         traces.append(go.Scatter(
-            x=dt64([g["ts"] for g in data.gc_pauses]), y=[esc(g["target"]) for g in data.gc_pauses], mode="markers",
+            x=clk.walls(dt64([g["ts"] for g in data.gc_pauses])), y=[esc(g["target"]) for g in data.gc_pauses], mode="markers",
             name="GC pause", marker=dict(symbol="x", size=12, color="#c62828", line=dict(width=1)),
             hovertext=[f"GC {esc(g['code'])}: {g['value']:.0f} ms<br>{esc(g['message'])}" for g in data.gc_pauses],
             hoverinfo="text"))
     if data.zk_elections:
         traces.append(go.Scatter(
-            x=[utc(e["elected_at"] or e["new_first_seen"]) for e in data.zk_elections],
+            x=[clk.wall(e["elected_at"] or e["new_first_seen"]) for e in data.zk_elections],
             y=[zk_row(e["ensemble"]) for e in data.zk_elections], mode="markers", name="ZooKeeper election",
             marker=dict(symbol="diamond", size=12, color="#6a1b9a"),
             hovertext=[f"election: {esc(e['old_leader'])} → {esc(e['new_leader'])} ({esc(e['cause'])})<br>"
                        f"at most {e['duration_upper_s']:.1f} s" for e in data.zk_elections], hoverinfo="text"))
     if data.zk_handovers:
         traces.append(go.Scatter(
-            x=[utc(h["start_ts"]) for h in data.zk_handovers],
+            x=[clk.wall(h["start_ts"]) for h in data.zk_handovers],
             y=[zk_row(h["ensemble"] or h["group_name"]) for h in data.zk_handovers], mode="markers",
             name="lease handover / loss", marker=dict(symbol="star", size=13, color="#ef6c00"),
             hovertext=[f"{esc(h['code'])}<br>{esc(h['message'])}" for h in data.zk_handovers], hoverinfo="text"))
     return traces
 
 
-def series_traces(data: TimelineData) -> list[tuple[int, go.Scatter]]:
+def series_traces(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[tuple[int, go.Scatter]]:
     """(row, trace): connections (row 2) and messages in/out per second (row 3) per instance."""
     out = []
     suffix = f" (max per {data.bucket_s:g} s)" if data.bucket_s else ""
     for i, (inst, s) in enumerate(data.series.items()):
         color = PALETTE[i % len(PALETTE)]
         name = esc(inst)
-        out.append((2, go.Scatter(x=s["ts"], y=s["connections"], mode="lines", line=dict(color=color, shape="hv"),
+        ts = clk.walls(s["ts"])
+        out.append((2, go.Scatter(x=ts, y=s["connections"], mode="lines", line=dict(color=color, shape="hv"),
                                   name=f"{name} connections", legendgroup=name,
                                   hovertemplate=f"{name}: %{{y}} connections{suffix}<extra></extra>")))
-        out.append((3, go.Scatter(x=s["ts"], y=s["in_per_s"], mode="lines", line=dict(color=color),
+        out.append((3, go.Scatter(x=ts, y=s["in_per_s"], mode="lines", line=dict(color=color),
                                   name=f"{name} in/s", legendgroup=name,
                                   hovertemplate=f"{name}: %{{y:.1f}} msg/s in<extra></extra>")))
-        out.append((3, go.Scatter(x=s["ts"], y=s["out_per_s"], mode="lines", line=dict(color=color, dash="dot"),
+        out.append((3, go.Scatter(x=ts, y=s["out_per_s"], mode="lines", line=dict(color=color, dash="dot"),
                                   name=f"{name} out/s", legendgroup=name,
                                   hovertemplate=f"{name}: %{{y:.1f}} msg/s out<extra></extra>")))
     return out
 
 
-def alert_annotations(data: TimelineData) -> tuple[list[dict], list[dict]]:
+def alert_annotations(data: TimelineData, clk: Clock = UTC_CLOCK) -> tuple[list[dict], list[dict]]:
     annotations, lines = [], []
     for k, a in enumerate(data.alerts[:30]):
         text = a["text"] if len(a["text"]) <= 40 else a["text"][:39] + "…"
-        annotations.append(dict(x=a["ts"], xref="x", y=1.0 + 0.035 * (k % 3), yref="paper", text="🔔 " + esc(text),
+        annotations.append(dict(x=clk.wall(a["ts"]), xref="x", y=1.0 + 0.035 * (k % 3), yref="paper", text="🔔 " + esc(text),
                                 showarrow=False, font=dict(size=10, color="#b71c1c"), hovertext=esc(a["text"]),
                                 xanchor="left"))
-        lines.append(dict(type="line", xref="x", yref="paper", x0=a["ts"], x1=a["ts"], y0=0, y1=1,
+        lines.append(dict(type="line", xref="x", yref="paper", x0=clk.wall(a["ts"]), x1=clk.wall(a["ts"]), y0=0, y1=1,
                           line=dict(color="#b71c1c", width=1, dash="dash")))
     return annotations, lines
 
 
-def incident_timeline(data: TimelineData, title: str) -> go.Figure:
+def incident_timeline(data: TimelineData, title: str, clk: Clock = UTC_CLOCK) -> go.Figure:
     """One figure per incident: roles, windows and markers on top; connections and message rates
-    per instance beneath, on one shared time axis."""
+    per instance beneath, on one shared time axis, in the clock's zone (dashboards/clock.py)."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=[0.5, 0.22, 0.28],
                         subplot_titles=("state per broker (wide) and who was live (solid green)", "client connections", "messages per second (in solid, out dotted)"))
-    for bar in state_bars(data) + role_bars(data):
+    for bar in state_bars(data, clk) + role_bars(data, clk):
         fig.add_trace(bar, row=1, col=1)
-    for trace in marker_traces(data):
+    markers = marker_traces(data, clk)
+    for trace in markers:
         fig.add_trace(trace, row=1, col=1)
-    for row, trace in series_traces(data):
+    for row, trace in series_traces(data, clk):
         fig.add_trace(trace, row=row, col=1)
-    annotations, alert_lines = alert_annotations(data)
+    annotations, alert_lines = alert_annotations(data, clk)
     categories = [esc(i) for i in data.instances]
-    categories += sorted({t.y[0] for t in marker_traces(data) if t.y and t.y[0] not in categories})
+    categories += sorted({t.y[0] for t in markers if t.y and t.y[0] not in categories})
     fig.update_layout(
         title=dict(text=esc(title), x=0.01, font=dict(size=15)),
-        shapes=window_shapes(data) + alert_lines,
+        shapes=window_shapes(data, clk) + alert_lines,
         barmode="overlay", height=660, margin=dict(l=10, r=10, t=90, b=10), hovermode="closest",
         legend=dict(orientation="v", x=1.01, y=1, font=dict(size=11)), uirevision="timeline", plot_bgcolor="white",
     )
@@ -212,7 +216,8 @@ def incident_timeline(data: TimelineData, title: str) -> go.Figure:
                      row=1, col=1, gridcolor="#eee")
     fig.update_yaxes(rangemode="tozero", gridcolor="#eee", row=2, col=1)
     fig.update_yaxes(rangemode="tozero", gridcolor="#eee", row=3, col=1)
-    fig.update_xaxes(type="date", range=[utc(data.start), utc(data.end)], gridcolor="#eee", showspikes=True)
+    fig.update_xaxes(type="date", range=[clk.wall(data.start), clk.wall(data.end)], gridcolor="#eee", showspikes=True)
+    fig.update_xaxes(title=dict(text=esc(f"time ({clk.name})"), font=dict(size=11)), row=3, col=1)
     fig.update_xaxes(rangeselector=dict(buttons=RANGE_BUTTONS, x=0, y=1.02, font=dict(size=10)), row=1, col=1)
     if data.bucket_s:
         fig.add_annotation(text=esc(f"{data.events_behind:,} observations aggregated into {data.bucket_s:g} s buckets; "

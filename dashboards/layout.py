@@ -179,6 +179,22 @@ def narrative_block(inc: dict, causes: list[dict]) -> html.Div:
     ])
 
 
+ZONES = (("utc", "UTC"), ("local", "my browser's time zone"))
+
+
+def range_bar() -> html.Div:
+    """A free time range for the incident timeline, and the zone it is typed and shown in."""
+    hint = "2026-11-23 10:55, 15m, yesterday"
+    return html.Div([
+        html.Span("from: "), dcc.Input(id="range-from", value="", placeholder=hint, debounce=True, size="24"),
+        html.Span("  until: "), dcc.Input(id="range-until", value="", placeholder=hint, debounce=True, size="24"),
+        html.Span("  times in: "),
+        dcc.RadioItems(id="zone-choice", options=[{"label": lbl, "value": v} for v, lbl in ZONES], value="utc",
+                       inline=True, inputStyle={"marginLeft": "10px"}, style={"display": "inline-block"}),
+        html.Span(id="range-error", style={"color": "#b71c1c", "marginLeft": "10px"}),
+    ], style={"margin": "4px 0"})
+
+
 EVIDENCE_COLUMNS = ["start_ts", "end_ts", "severity", "code", "instance", "source_table", "message"]
 
 
@@ -200,9 +216,11 @@ def incident_layout(b: IncidentBundle, figure, range_choice: str = "incident") -
         html.Div([html.Span("time range: "),
                   dcc.RadioItems(id="range-choice", options=[{"label": lbl, "value": v} for v, lbl in RANGES],
                                  value=range_choice, inline=True, inputStyle={"marginLeft": "10px"})]),
+        range_bar(),
         dcc.Graph(id="timeline", figure=figure, config={"displaylogo": False, "scrollZoom": True}),
         dcc.Store(id="incident-id", data=inc["incident_id"]),
         dcc.Store(id="zoom"),
+        dcc.Store(id="browser-zone"),
         html.H3(f"Evidence ({len(b.evidence)} row{'' if len(b.evidence) == 1 else 's'})"),
         table(b.evidence, EVIDENCE_COLUMNS, table_id="evidence"),
     ], id="incident")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Annotated
 
@@ -73,15 +73,16 @@ SINCE_FORMS = ("an RFC 3339 time (2026-11-21T22:30:00Z; no zone: UTC)", "a date 
                "a look-back (500ms, 30s, 15m, 2h, 3d, 1w; '15m ago' too)", "now", "today", "yesterday (midnights UTC)")
 
 
-def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
+def parse_since(text: str | None, now: datetime | None = None, zone: tzinfo = timezone.utc) -> datetime | None:
     """A point in time as a user writes it on the command line or in a filter box (SINCE_FORMS):
-    '2026-11-21T22:30:00Z', '2026-11-21', '15m', '2h ago', 'now', 'today', 'yesterday'. A ValueError
-    lists the forms."""
+    '2026-11-21T22:30:00Z', '2026-11-21', '15m', '2h ago', 'now', 'today', 'yesterday'. A time
+    without an offset, today and yesterday are in `zone` (UTC unless the user chose another). A
+    ValueError lists the forms."""
     if not text or not text.strip():
         return None
     word = text.strip().lower()
     now = now or datetime.now(timezone.utc)
-    midnight = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    midnight = now.astimezone(zone).replace(hour=0, minute=0, second=0, microsecond=0)
     named = {"now": now, "today": midnight, "yesterday": midnight - timedelta(days=1)}
     if word in named:
         return named[word]
@@ -92,7 +93,7 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
         ts = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise ValueError(f"{text!r} is not a time; write {'; '.join(SINCE_FORMS)}") from None
-    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    return ts if ts.tzinfo else ts.replace(tzinfo=zone)
 
 
 def since_option(text: str) -> datetime:

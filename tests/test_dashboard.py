@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from dash import dcc
 
 from brokerscope.cli import main
 from dashboards import data as D
+from dashboards.clock import UTC_CLOCK, Clock
 from dashboards import layout as L
 from dashboards.overview import group_statuses
 from dashboards.app import create_app, route, view_range, zoomed_range
@@ -238,14 +240,41 @@ def test_timeline_figure_draws_roles_windows_markers_and_series(gold):
     shapes = {s.name: s for s in fig.layout.shapes}
     certain, possible = shapes["split brain (certain)"], shapes["split brain (possible)"]
     assert certain.fillcolor != possible.fillcolor and possible.line.dash == "dot"
-    assert certain.x0 == at(6.009) and certain.x1 == at(11.004)
+    assert certain.x0 == wall(at(6.009)) and certain.x1 == wall(at(11.004))  # Plotly positions: naive UTC
     assert fig.layout.title.text == "split brain in &lt;b&gt;pair&lt;/b&gt;"
     assert [b.label for b in fig.layout.xaxis.rangeselector.buttons] == ["all", "1 h", "10 min", "1 min"]
     # the state bars tell the whole story: art-b waited as backup until 11:00:06, then was live
     standby = next(t for t in fig.data if t.name == "state: standby")
-    assert list(standby.y) == ["art-b"] and standby.base[0] == at(0.009) and standby.x[0] == 5000.0
+    assert list(standby.y) == ["art-b"] and standby.base[0] == wall(at(0.009)) and standby.x[0] == 5000.0
     active = next(t for t in fig.data if t.name == "state: active")
     assert sorted(active.y) == ["art-a", "art-b"]
+    assert fig.layout.xaxis3.title.text == "time (UTC)" and " UTC<br>" in standby.hovertext[0] + "<br>"
+
+
+def wall(ts: datetime, zone: str = "UTC") -> datetime:
+    return ts.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
+
+
+def test_timeline_in_the_browser_zone_moves_every_position_and_names_the_zone(gold):
+    clk = Clock.named("America/New_York")  # 2026-11-23: UTC-5
+    fig = incident_timeline(D.load_incident(gold, INCIDENT).timeline, "t", clk)
+    shapes = {s.name: s for s in fig.layout.shapes}
+    assert shapes["split brain (certain)"].x0 == at(6.009).replace(tzinfo=None) - timedelta(hours=5)
+    standby = next(t for t in fig.data if t.name == "state: standby")
+    assert standby.base[0] == wall(at(0.009), "America/New_York") and standby.x[0] == 5000.0
+    assert "06:00:00.009 America/New_York" in standby.hovertext[0]
+    series = next(t for t in fig.data if t.name == "art-a connections")
+    plain = next(t for t in incident_timeline(D.load_incident(gold, INCIDENT).timeline, "t").data if t.name == series.name)
+    assert (np.asarray(plain.x, dtype="datetime64[us]") - np.asarray(series.x, dtype="datetime64[us]")
+            == np.timedelta64(5, "h")).all()
+    assert fig.layout.xaxis.range[0] == wall(D.load_incident(gold, INCIDENT).timeline.start, "America/New_York")
+    assert fig.layout.xaxis3.title.text == "time (America/New_York)"
+
+
+def test_a_zone_the_machine_does_not_know_is_utc_not_a_guess():
+    assert Clock.named("Mars/Olympus_Mons") is UTC_CLOCK and Clock.named("") is UTC_CLOCK
+    clk = Clock.named("Asia/Kolkata")
+    assert clk.to_utc(datetime(2026, 11, 23, 16, 30)) == datetime(2026, 11, 23, 11, 0, tzinfo=timezone.utc)
 
 
 def test_user_names_are_escaped_in_every_figure_string(tmp_path):
@@ -440,12 +469,57 @@ def test_callbacks_filter_views_and_redraw_the_timeline(gold):
     got = callback(c, "findings-content.children", {"f-group.value": None, "f-since.value": "yesterday-ish",
                                                      "f-until.value": ""}, {"url.pathname": "/stuck"}, "f-since.value")
     assert "time filter:" in json.dumps(got) and "is not a time" in json.dumps(got)
-    fig = callback(c, "timeline.figure", {"range-choice.value": "1h", "zoom.data": None},
-                   {"incident-id.data": INCIDENT}, "range-choice.value")["response"]["timeline"]["figure"]
-    assert fig["layout"]["xaxis"]["range"][0].startswith("2026-11-23T10:00:04")
-    fig = callback(c, "timeline.figure", {"range-choice.value": "1h", "zoom.data": ["2026-11-23 11:00:05", "2026-11-23 11:00:08"]},
-                   {"incident-id.data": INCIDENT}, "zoom.data")["response"]["timeline"]["figure"]
+    fig, err, since, until = timeline_callback(c, "range-choice.value", **{"range-choice": "1h"})
+    assert fig["layout"]["xaxis"]["range"][0].startswith("2026-11-23T10:00:04") and (err, since, until) == ("", "", "")
+    fig, *_ = timeline_callback(c, "zoom.data", **{"range-choice": "1h", "zoom": ["2026-11-23 11:00:05", "2026-11-23 11:00:08"]})
     assert [r[:19] for r in fig["layout"]["xaxis"]["range"]] == ["2026-11-23T11:00:05", "2026-11-23T11:00:08"]
+
+
+def timeline_callback(c, changed: str, **values):
+    """The incident timeline's callback as the browser posts it: (figure, error, from, until)."""
+    inputs = {"range-choice.value": "incident", "zoom.data": None, "range-from.value": "", "range-until.value": "",
+              "zone-choice.value": "utc"}
+    inputs.update({k + (".data" if k == "zoom" else ".value"): v for k, v in values.items() if k != "browser_zone"})
+    body = {"output": "..timeline.figure...range-error.children...range-from.value...range-until.value..",
+            "outputs": [{"id": i, "property": p} for i, p in (("timeline", "figure"), ("range-error", "children"),
+                                                              ("range-from", "value"), ("range-until", "value"))],
+            "inputs": [{"id": k.split(".")[0], "property": k.split(".")[1], "value": v} for k, v in inputs.items()],
+            "state": [{"id": "incident-id", "property": "data", "value": INCIDENT},
+                      {"id": "browser-zone", "property": "data", "value": values.get("browser_zone")}],
+            "changedPropIds": [changed]}
+    r = c.post("/_dash-update-component", json=body)
+    assert r.status_code == 200, r.get_data(as_text=True)[:500]
+    got = r.get_json()["response"]
+    return (got.get("timeline", {}).get("figure"), got.get("range-error", {}).get("children"),
+            got.get("range-from", {}).get("value"), got.get("range-until", {}).get("value"))
+
+
+def test_a_typed_range_in_the_browser_zone_is_drawn_in_that_zone(gold):
+    c = client(gold)
+    # 06:00:02 to 06:00:09 in New York is 11:00:02 to 11:00:09 UTC (2026-11-23, UTC-5)
+    fig, err, since, until = timeline_callback(c, "range-from.value", **{
+        "range-from": "2026-11-23 06:00:02", "range-until": "2026-11-23T06:00:09", "zone-choice": "local",
+        "browser_zone": "America/New_York"})
+    assert err == "" and (since, until) == ("2026-11-23 06:00:02", "2026-11-23T06:00:09")
+    assert [r[:19] for r in fig["layout"]["xaxis"]["range"]] == ["2026-11-23T06:00:02", "2026-11-23T06:00:09"]
+    assert fig["layout"]["xaxis3"]["title"]["text"] == "time (America/New_York)"
+    # the same text in UTC is five hours later on the axis; an offset in the text wins over the zone
+    fig, *_ = timeline_callback(c, "zone-choice.value", **{"range-from": "2026-11-23 11:00:02",
+                                                           "range-until": "2026-11-23T11:00:09-00:00"})
+    assert [r[:19] for r in fig["layout"]["xaxis"]["range"]] == ["2026-11-23T11:00:02", "2026-11-23T11:00:09"]
+    # a zoom on the New York axis comes back to UTC correctly
+    fig, *_ = timeline_callback(c, "zoom.data", **{"zoom": ["2026-11-23 06:00:05", "2026-11-23 06:00:08"],
+                                                   "zone-choice": "local", "browser_zone": "America/New_York"})
+    assert [r[:19] for r in fig["layout"]["xaxis"]["range"]] == ["2026-11-23T06:00:05", "2026-11-23T06:00:08"]
+    # bad input says what is wrong and keeps the figure; a range button clears what was typed
+    fig, err, *_ = timeline_callback(c, "range-until.value", **{"range-from": "11:00", "range-until": ""})
+    assert fig is None and "is not a time" in err
+    fig, err, *_ = timeline_callback(c, "range-until.value", **{"range-from": "2026-11-23T11:00:09Z",
+                                                                "range-until": "2026-11-23T11:00:02Z"})
+    assert fig is None and "must be before" in err
+    fig, err, since, until = timeline_callback(c, "range-choice.value", **{"range-choice": "incident",
+                                                                           "range-from": "2026-11-23T11:00:09Z"})
+    assert fig is not None and (err, since, until) == ("", "", "")
 
 
 def test_alerts_show_on_the_timeline_overview_and_history_with_links(gold):

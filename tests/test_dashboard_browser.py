@@ -96,8 +96,8 @@ def server(lakehouse):
         yield srv
 
 
-@pytest.fixture
-def browser():
+def start_chromium(tz: str | None = None):
+    """Headless Chromium through chromedriver; `tz`: the browser's time zone (its TZ variable)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -107,7 +107,13 @@ def browser():
     opts.binary_location = CHROMIUM
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1900"):
         opts.add_argument(a)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    env = {**os.environ, **({"TZ": tz} if tz else {})}
+    return webdriver.Chrome(service=Service(CHROMEDRIVER, env=env), options=opts)
+
+
+@pytest.fixture
+def browser():
+    driver = start_chromium()
     try:
         yield driver
     finally:
@@ -127,6 +133,17 @@ def wait_text(driver, css: str, contains: str = "", timeout: float = 30.0) -> st
                 return last
         time.sleep(0.1)
     raise AssertionError(f"{css!r} never showed {contains!r} within {timeout} s; last text: {last!r}")
+
+
+def wait_js(driver, script: str, ok, timeout: float = 30.0):
+    """The value of a script once ok(value) holds."""
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        last = driver.execute_script(script)
+        if ok(last):
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"{script!r} never satisfied the check within {timeout} s; last value: {last!r}")
 
 
 def keep_screenshot(driver, tmp_path: Path, name: str) -> Path:
@@ -274,3 +291,38 @@ def test_xss_payload_in_a_queue_name_is_shown_as_text(server, browser, lakehouse
             assert XSS_QUEUE in wait_text(browser, css, XSS_QUEUE)
             assert not browser.find_elements(By.CSS_SELECTOR, f"{css} img")
             assert browser.execute_script("return window.__xss") is None, f"the payload ran on {path}"
+
+
+def test_incident_timeline_in_the_browsers_own_time_zone_with_a_typed_range(server, lakehouse, tmp_path):
+    """A browser in New York (UTC-5 in November) picks its own zone: the axis, the hover text and a
+    typed from/until are New York wall-clock times; the data is the same."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    inc = incident_of(lakehouse, lambda r: r["has_failover"] and "amq-a" in (r["instances"] or ""))
+    start = datetime.fromisoformat(str(inc["start_ts"])).replace(tzinfo=None) if not isinstance(
+        inc["start_ts"], datetime) else inc["start_ts"].replace(tzinfo=None)
+    driver = start_chromium("America/New_York")
+    try:
+        driver.get(server.url + "/incident/" + inc["incident_id"])
+        wait_text(driver, "#timeline .legend", "state: standby")
+        axis = "return document.querySelector('#timeline .js-plotly-plot').layout"
+        assert driver.execute_script(axis + ".xaxis3.title.text;") == "time (UTC)"
+        driver.find_element(By.XPATH, "//*[@id='zone-choice']//label[contains(., 'browser')]").click()
+        zone = driver.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone;")
+        assert zone == "America/New_York", zone
+        wait_js(driver, axis + ".xaxis3.title.text;", lambda t: t == "time (America/New_York)")
+        lo, hi = start - timedelta(hours=5, seconds=3), start - timedelta(hours=5) + timedelta(seconds=7)
+        for field, value in (("range-from", lo), ("range-until", hi)):
+            box = driver.find_element(By.ID, field)
+            box.send_keys(value.strftime("%Y-%m-%d %H:%M:%S"), Keys.ENTER)
+        wanted = [lo.strftime("%Y-%m-%dT%H:%M:%S"), hi.strftime("%Y-%m-%dT%H:%M:%S")]  # what was typed, in ISO form
+        wait_js(driver, axis + ".xaxis.range;", lambda shown: [r[:19] for r in shown] == wanted)
+        hover = driver.execute_script("""return document.querySelector('#timeline .js-plotly-plot').data
+            .filter(t => t.name === 'state: standby').map(t => t.hovertext[0])[0];""")
+        assert "America/New_York" in hover and "UTC" not in hover
+        assert driver.find_element(By.ID, "range-error").text == ""
+        keep_screenshot(driver, tmp_path, "dashboard-incident-new-york")
+    finally:
+        driver.quit()
+
