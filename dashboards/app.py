@@ -24,8 +24,9 @@ from werkzeug.serving import make_server
 from collectors.text import printable
 from dashboards import data as D
 from dashboards import layout as L
+from dashboards import series as S
 from dashboards.clock import UTC_CLOCK, Clock
-from dashboards.figures import incident_timeline, lag_figure
+from dashboards.figures import destination_figure, gc_pause_figure, incident_timeline, lag_figure
 from dashboards.overview import group_statuses
 from dashboards.report import FORMATS, render
 from lakehouse.store import Lakehouse, LakehouseError
@@ -165,18 +166,56 @@ def incident_page(gold: D.Gold, incident_id: str):
     return L.incident_layout(bundle, incident_figure(bundle))
 
 
+def gc_pause_block(gold: D.Gold, group=None, since=None, until=None):
+    p = S.gc_pauses(gold, group, since, until, gold.max_points)
+    return L.figure_or_note("gc-figure", None if p.note else gc_pause_figure(p), p.note)
+
+
+FIGURE_ABOVE = {"gc_findings": gc_pause_block}  # a view's figure, filtered with its table
+MORE_GROUPS = {"gc_findings": S.gc_groups}  # groups the figure knows beyond the findings'
+
+
 def view_content(gold: D.Gold, view: D.FindingView, group=None, since=None, until=None):
     found, total, _groups = D.finding_rows(gold, view, group, since, until)
     links = D.alert_incident_links(found) if view.table == "alert_history" else D.incident_of_findings(gold)
-    return L.findings_table(view, found, total, links)
+    table = L.findings_table(view, found, total, links)
+    above = FIGURE_ABOVE.get(view.table)
+    return [above(gold, group, since, until), table] if above else table
 
 
 def view_page(gold: D.Gold, view: D.FindingView):
     _, _, groups = D.finding_rows(gold, view, limit=0)
+    if view.table in MORE_GROUPS:
+        groups = sorted(set(groups) | set(MORE_GROUPS[view.table](gold)))
     extra = None
     if view.table == "replication_findings" and gold.has("replication_lag"):
         extra = dcc.Graph(id="lag-figure", figure=lag_figure(D.lag_series(gold, None, None, None, gold.max_points)))
     return L.findings_layout(view, groups, view_content(gold, view), extra)
+
+
+def destinations_content(d: S.DestinationSeries):
+    return L.figure_or_note("destinations-figure", None if d.note else destination_figure(d), d.note)
+
+
+def destinations_page(gold: D.Gold):
+    if not gold.has("destination_stats"):
+        raise D.MissingTable("destination_stats", gold.root)
+    d = S.destination_series(gold, None, None, None, gold.max_points)
+    return L.destinations_layout(S.destination_groups(gold), L.destination_options(d.ranked[:S.MAX_CHOICES]),
+                                 d.chosen, destinations_content(d))
+
+
+def refreshed_destinations(gold: D.Gold, group, since, until, chosen, keep_choice: bool):
+    """(figure or note, picker options, picker value) for the filters; a new group or range picks
+    the deepest again, a change of the picker keeps what was picked."""
+    try:
+        lo, hi = parse_since(since or None), parse_since(until or None)
+    except ValueError as e:
+        return html.P(f"time filter: {e}", id="filter-error"), dash.no_update, dash.no_update
+    if not gold.has("destination_stats"):
+        return L.missing_table_page(D.MissingTable("destination_stats", gold.root)), [], []
+    d = S.destination_series(gold, group or None, lo, hi, gold.max_points, chosen if keep_choice else None)
+    return destinations_content(d), L.destination_options(d.ranked[:S.MAX_CHOICES]), d.chosen
 
 
 def route(gold: D.Gold, path: str, refresh_s: float = L.OVERVIEW_REFRESH_MS / 1000):
@@ -189,6 +228,8 @@ def route(gold: D.Gold, path: str, refresh_s: float = L.OVERVIEW_REFRESH_MS / 10
             return incident_page(gold, unquote(path[len("/incident/"):]))
         if path in D.VIEW_BY_PATH:
             return view_page(gold, D.VIEW_BY_PATH[path])
+        if path == L.DESTINATIONS:
+            return destinations_page(gold)
         return L.message_page("Not found", f"There is no page {path}; use the links above.")
     except D.MissingTable as e:
         return L.missing_table_page(e)
@@ -339,6 +380,15 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
             return view_content(gold, view, group or None, lo, hi)
         except D.MissingTable as e:
             return L.missing_table_page(e)
+
+    @app.callback(Output("destinations-content", "children"), Output("d-destinations", "options"),
+                  Output("d-destinations", "value"), Input("d-group", "value"), Input("d-since", "value"),
+                  Input("d-until", "value"), Input("d-destinations", "value"), prevent_initial_call=True)
+    def _destinations(group, since, until, chosen):
+        try:
+            return refreshed_destinations(gold, group, since, until, chosen, dash.ctx.triggered_id == "d-destinations")
+        except LakehouseError as e:
+            return L.message_page("The lakehouse cannot be read", str(e)), dash.no_update, dash.no_update
 
     install_guards(app, settings.hosts_for(bind_host or settings.host))
     return app

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from dashboards.clock import UTC_CLOCK, Clock
 from dashboards.data import TimelineData, utc
+from dashboards.series import DestinationSeries, GcPauses
 
 ACTIVE = "#2e7d32"
 ACTIVE_MAYBE = "rgba(46,125,50,0.28)"
@@ -234,4 +235,66 @@ def lag_figure(series: dict[str, dict[str, list]], title: str = "replication lag
     fig.update_layout(title=esc(title), height=320, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                       uirevision="lag")
     fig.update_xaxes(type="date", rangeslider=dict(visible=True, thickness=0.08))
+    return fig
+
+
+def bucket_note(fig: go.Figure, text: str) -> None:
+    """Say under the plot how its points were thinned (nothing when every point is drawn)."""
+    fig.add_annotation(text=esc(text), xref="paper", yref="paper", x=1, y=-0.06, showarrow=False, xanchor="right",
+                       yanchor="top", font=dict(size=10, color="#555"), name="bucket-note")
+
+
+def pause_marker_sizes(pause_ms: np.ndarray) -> np.ndarray:
+    """Marker diameter by pause: 1 ms → 7 px, 100 ms → 14, 1 s → 18, 10 s → 22 (at most 26)."""
+    return np.clip(6 + 4 * np.log10(1 + np.maximum(pause_ms, 0)), 6, 26)
+
+
+def gc_pause_figure(p: GcPauses, title: str = "stop-the-world pauses per JVM") -> go.Figure:
+    """One marker trace of pauses per target (log y, size by pause, hover: type, cause, phase) and
+    a dotted line of its heap after GC on a second y axis."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for i, (target, s) in enumerate(p.series.items()):
+        color, name = PALETTE[i % len(PALETTE)], esc(target)
+        hover = [f"{name}: {ms:,.1f} ms pause<br>{esc(t)} · {esc(c or '')}<br>{esc(ph or '')}"
+                 for ms, t, c, ph in zip(s["pause_ms"], s["event_type"], s["cause"], s["phase"])]
+        fig.add_trace(go.Scatter(x=s["ts"], y=np.maximum(s["pause_ms"], 0.001), mode="markers", name=f"{name} pause",
+                                 legendgroup=name, hovertext=hover, hoverinfo="text",
+                                 marker=dict(color=color, size=pause_marker_sizes(s["pause_ms"]), opacity=0.75,
+                                             line=dict(width=0.5, color="white"))), secondary_y=False)
+        if not np.isnan(s["heap_mib"]).all():
+            fig.add_trace(go.Scatter(x=s["ts"], y=s["heap_mib"], mode="lines", name=f"{name} heap after GC",
+                                     legendgroup=name, connectgaps=True, line=dict(color=color, width=1, dash="dot"),
+                                     hovertemplate=f"{name}: %{{y:,.0f}} MiB after GC<extra></extra>"), secondary_y=True)
+    fig.update_layout(title=esc(title), height=380, margin=dict(l=10, r=10, t=40, b=40), plot_bgcolor="white",
+                      hovermode="closest", uirevision="gc")
+    fig.update_yaxes(type="log", title_text="pause (ms)", gridcolor="#eee", secondary_y=False)
+    fig.update_yaxes(title_text="heap after GC (MiB)", rangemode="tozero", showgrid=False, secondary_y=True)
+    fig.update_xaxes(type="date", gridcolor="#eee")
+    if p.bucket_s:
+        bucket_note(fig, f"{p.pauses:,} pauses: the longest of each {p.bucket_s:g} s per JVM is drawn; zoom in or "
+                         "narrow the time range for every pause")
+    return fig
+
+
+def destination_figure(d: DestinationSeries) -> go.Figure:
+    """Messages (top) and consumers (bottom) per instance and destination, on one time axis."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.62, 0.38],
+                        subplot_titles=("messages on the destination", "consumers"))
+    for i, s in enumerate(d.series.values()):
+        color, name = PALETTE[i % len(PALETTE)], esc(s["label"])
+        fig.add_trace(go.Scatter(x=s["ts"], y=s["messages"], mode="lines", line=dict(color=color, shape="hv"),
+                                 name=name, legendgroup=name,
+                                 hovertemplate=f"{name}: %{{y:,.0f}} messages<extra></extra>"), row=1, col=1)
+        fig.add_trace(go.Scatter(x=s["ts"], y=s["consumers"], mode="lines", line=dict(color=color, shape="hv"),
+                                 name=f"{name} consumers", legendgroup=name, showlegend=False,
+                                 hovertemplate=f"{name}: %{{y:,.0f}} consumers<extra></extra>"), row=2, col=1)
+    fig.update_layout(height=560, margin=dict(l=10, r=10, t=40, b=40), plot_bgcolor="white", hovermode="closest",
+                      legend=dict(font=dict(size=11)), uirevision="destinations")
+    fig.update_yaxes(rangemode="tozero", gridcolor="#eee")
+    fig.update_xaxes(type="date", gridcolor="#eee", showspikes=True)
+    if d.start and d.end:
+        fig.update_xaxes(range=[utc(d.start), utc(d.end)])
+    if d.bucket_s:
+        bucket_note(fig, f"{d.rows:,} observations in {d.bucket_s:g} s buckets: the most messages and the fewest "
+                         "consumers of each are drawn")
     return fig

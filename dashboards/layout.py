@@ -12,7 +12,8 @@ from dashboards.figures import stamp
 from dashboards.health import GroupHealth, age_text
 from dashboards.report import value_text, window_sentences
 
-NAV = (("/", "Overview"),) + tuple((v.path, v.title) for v in VIEWS)
+DESTINATIONS = "/destinations"
+NAV = (("/", "Overview"), (DESTINATIONS, "Destinations")) + tuple((v.path, v.title) for v in VIEWS)
 SEVERITY_COLOR = {"critical": "#b71c1c", "error": "#d84315", "warn": "#f9a825", "info": "#546e7a"}
 RANGES = (("incident", "incident"), ("1h", "± 1 h"), ("6h", "± 6 h"), ("24h", "± 24 h"), ("all", "everything"))
 
@@ -229,13 +230,16 @@ def incident_layout(b: IncidentBundle, figure, range_choice: str = "incident") -
 # --- finding views ----------------------------------------------------------------------------------------
 
 
-def filter_bar(groups: list[str], group: str | None, since: str | None, until: str | None) -> html.Div:
+def filter_bar(groups: list[str], group: str | None, since: str | None, until: str | None,
+               prefix: str = "f") -> html.Div:
+    """Group, from and to: ids {prefix}-group, {prefix}-since, {prefix}-until."""
     return html.Div([
         html.Span("group / cluster: "),
-        dcc.Dropdown(id="f-group", options=[{"label": g, "value": g} for g in groups], value=group,
+        dcc.Dropdown(id=f"{prefix}-group", options=[{"label": g, "value": g} for g in groups], value=group,
                      placeholder="all", style={"width": "280px", "display": "inline-block", "verticalAlign": "middle"}),
-        html.Span("  from: "), dcc.Input(id="f-since", value=since or "", placeholder="15m or 2026-11-23T11:00Z", debounce=True),
-        html.Span("  to: "), dcc.Input(id="f-until", value=until or "", placeholder="RFC 3339", debounce=True),
+        html.Span("  from: "), dcc.Input(id=f"{prefix}-since", value=since or "", placeholder="15m or 2026-11-23T11:00Z",
+                                        debounce=True),
+        html.Span("  to: "), dcc.Input(id=f"{prefix}-until", value=until or "", placeholder="RFC 3339", debounce=True),
     ], style={"margin": "6px 0"})
 
 
@@ -248,6 +252,31 @@ def findings_table(view: FindingView, rows: list[dict], total: int, links: dict[
 def findings_layout(view: FindingView, groups: list[str], content, extra=None) -> html.Div:
     return html.Div([html.H2(view.title), filter_bar(groups, None, None, None), extra,
                      html.Div(content, id="findings-content")], id="findings-page")
+
+
+def figure_or_note(graph_id: str, figure, note: str | None) -> html.Div:
+    """The figure, or the sentence saying why there is none."""
+    if note:
+        return html.Div(html.P(note, id=f"{graph_id}-note", className="figure-note"))
+    return html.Div(dcc.Graph(id=graph_id, figure=figure, config={"displaylogo": False}))
+
+
+def destination_options(ranked: list[tuple[str, str, float]]) -> list[dict]:
+    """The picker's choices, deepest first: the label is text (escaped by React)."""
+    return [{"label": label + ("" if depth is None else f" (max {value_text(depth)})"), "value": key}
+            for key, label, depth in ranked]
+
+
+def destinations_layout(groups: list[str], options: list[dict], chosen: list[str], content) -> html.Div:
+    return html.Div([
+        html.H2("Destinations: depth and consumers over time"),
+        filter_bar(groups, None, None, None, prefix="d"),
+        html.Div([html.Span("destinations (the deepest 8 unless picked):"),
+                  dcc.Dropdown(id="d-destinations", options=options, value=chosen, multi=True,
+                               placeholder="the deepest 8", style={"maxWidth": "1100px"})],
+                 style={"margin": "6px 0"}),
+        html.Div(content, id="destinations-content"),
+    ], id="destinations-page")
 
 
 def shell(path: str, content) -> html.Div:

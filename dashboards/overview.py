@@ -22,17 +22,24 @@ def latest_per(table: pa.Table | None, key: str, ts: str = "ts") -> dict[str, di
     return out
 
 
-def recent_rows(gold: Gold, name: str, columns: list[str], key: str, wanted: set[str], max_days: int = 31) -> pa.Table | None:
-    """Rows of the newest obs_date partitions, going back day by day until every `wanted` value of
-    `key` was seen (or max_days): "now" for each instance without scanning all of history."""
+def partition_days(gold: Gold, name: str, max_days: int = 31) -> list[str]:
+    """The newest obs_date partition values of a table, newest first (none when it is absent)."""
+    if not gold.has(name):
+        return []
+    dt = DeltaTable(gold.lh.uri(name), storage_options=gold.lh.storage_options)
+    return sorted({p["obs_date"] for p in dt.partitions() if p.get("obs_date")}, reverse=True)[:max_days]
+
+
+def recent_rows(gold: Gold, name: str, columns: list[str], key: str, wanted: set[str], max_days: int = 31,
+                where: str | None = None) -> pa.Table | None:
+    """Rows (matching `where`) of the newest obs_date partitions, going back day by day until every
+    `wanted` value of `key` was seen (or max_days): "now" for each instance without scanning all of history."""
 
     if not gold.has(name):
         return None
-    dt = DeltaTable(gold.lh.uri(name), storage_options=gold.lh.storage_options)
-    days = sorted({p["obs_date"] for p in dt.partitions() if p.get("obs_date")}, reverse=True)[:max_days]
     parts, seen = [], set()
-    for day in days:
-        t = gold.read(name, columns=columns, filter=f"obs_date = {sql_literal(day)}")
+    for day in partition_days(gold, name, max_days):
+        t = gold.read(name, columns=columns, filter=" AND ".join(filter(None, [f"obs_date = {sql_literal(day)}", where])))
         parts.append(t)
         seen |= set(t.column(key).to_pylist())
         if wanted <= seen:

@@ -6,7 +6,9 @@ lakehouse made by replaying recordings and running the real analysis (`brokersco
   ground truth (truth.json) the windows on screen are checked against;
 * a second Artemis split brain built with the capture builders of
   tests/fixtures/artemis/make_captures.py (targets cap-a/cap-b, grouped by NodeID), with an XSS
-  payload as the name of a queue nobody consumes.
+  payload as the name of a queue nobody consumes;
+* G1 logs of the drill's brokers (amq-a, amq-b) written for the drill's minute and tailed into
+  bronze_gc_lines, for the GC view's pauses.
 
 What a person would see is asserted: overview → incident → report, the split-brain window's start
 and end, the instance names, the narrative; screenshots are kept (pytest tmp dir, and
@@ -17,8 +19,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -26,10 +29,11 @@ import yaml
 
 from analysis.runner import analyze
 from brokerscope.cli import main
+from collectors.gc.tailer import GcTailer
 from collectors.replay import replay
 from dashboards import data as D
 from dashboards.app import DashboardServer, create_app
-from dashboards.figures import stamp
+from dashboards.figures import esc, stamp
 from lakehouse.store import Lakehouse
 from settings import config_from_dict
 from tests.fixtures.artemis import make_captures as mk
@@ -60,6 +64,33 @@ def split_brain_with_xss_queue() -> list[dict]:
     return out
 
 
+DRILL_START = datetime(2026, 11, 22, 0, 5, 55, tzinfo=timezone.utc)  # the drill recording's first second
+GC_PAUSES = {"amq-a": [4.0, 9.5, 130.0, 6.0, 12.0, 5.5], "amq-b": [3.0, 7.0, 8.5, 45.0]}  # ms, young (no finding)
+
+
+def g1_log(start: datetime, pauses_ms: list[float], every_s: float = 1.5) -> str:
+    """A JDK 17 unified G1 log (decorators time, uptime, level, tags) with these young pauses."""
+    def logged(t: datetime) -> str:
+        return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}+0000"
+
+    lines = [f"[{logged(start)}][0.004s][info][gc] Using G1"]
+    for i, ms in enumerate(pauses_ms):
+        up = 0.5 + i * every_s
+        t, end = start + timedelta(seconds=up), start + timedelta(seconds=up, milliseconds=ms)
+        lines += [f"[{logged(t)}][{up:.3f}s][info][gc,start    ] GC({i}) Pause Young (Normal) (G1 Evacuation Pause)",
+                  (f"[{logged(end)}][{up + ms / 1000:.3f}s][info][gc          ] GC({i}) Pause Young (Normal) "
+                   f"(G1 Evacuation Pause) {60 + i}M->{20 + i}M(256M) {ms:.3f}ms")]
+    return "\n".join(lines) + "\n"
+
+
+def tail_gc_logs(cfg) -> None:
+    """Every configured gc_logs file into bronze_gc_lines, once (the analysis parses them)."""
+    stop = threading.Event()
+    stop.set()
+    with GcTailer(cfg) as t:
+        t.run(stop)
+
+
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory) -> Path:
     """`brokerscope simulate split-brain --kind artemis`: recording, truth.json, brokerscope.yaml."""
@@ -82,7 +113,11 @@ def lakehouse(tmp_path_factory, simulated, spark) -> Lakehouse:
     drill = yaml.safe_load((FIX / "drill_kill_master.yaml").read_text())
     sim = yaml.safe_load((simulated / "brokerscope.yaml").read_text())
     capture = [{"name": n, "kind": "artemis", "url": f"http://{n}.example:8161/console/jolokia"} for n in ("cap-a", "cap-b")]
+    for t in drill["targets"]:
+        (root / f"{t['name']}-gc.log").write_text(g1_log(DRILL_START, GC_PAUSES[t["name"]]))
+        t["gc_logs"] = [str(root / f"{t['name']}-gc.log")]
     cfg = config_from_dict({**drill, "lakehouse": str(root / "lh"), "targets": drill["targets"] + sim["targets"] + capture})
+    tail_gc_logs(cfg)
     assert replay(cfg, FIX / "drill_kill_master.jsonl.gz").new_rows == 38
     assert replay(cfg, simulated / "recording.jsonl.gz").new_rows > 0
     assert replay(cfg, recording).new_rows == 2 * mk.SPLIT_STEPS
@@ -326,3 +361,54 @@ def test_incident_timeline_in_the_browsers_own_time_zone_with_a_typed_range(serv
     finally:
         driver.quit()
 
+
+TRACE_POINTS_JS = """return Object.fromEntries(document.querySelector(arguments[0] + ' .js-plotly-plot').calcdata
+    .map(c => [c[0].trace.name, c.filter(p => p.y !== undefined && !Number.isNaN(p.y)).map(p => p.y)]));"""
+
+
+def pick(driver, dropdown: str, text: str) -> None:
+    """Choose an option of a dcc.Dropdown as a person does: type it, press Enter."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.find_element(By.CSS_SELECTOR, f"#{dropdown} input").send_keys(text + Keys.ENTER)
+
+
+def test_the_gc_view_plots_each_jvms_pauses_and_filters_by_group_and_time(server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(server.url + "/gc")
+    wait_text(browser, "#gc-figure .legend", "amq-b pause")
+    points = browser.execute_script(TRACE_POINTS_JS, "#gc-figure")
+    assert points["amq-a pause"] == GC_PAUSES["amq-a"] and points["amq-b pause"] == GC_PAUSES["amq-b"]
+    assert len(points["amq-a heap after GC"]) == len(GC_PAUSES["amq-a"])
+    keep_screenshot(browser, tmp_path, "dashboard-gc-pauses")
+    pick(browser, "f-group", "store-1")  # the drill's pair: its brokers, by broker_state
+    wait_text(browser, "#gc-figure .legend", "amq-a pause")
+    assert set(browser.execute_script(TRACE_POINTS_JS, "#gc-figure")) == {
+        "amq-a pause", "amq-a heap after GC", "amq-b pause", "amq-b heap after GC"}
+    browser.find_element(By.ID, "f-since").send_keys("2026-11-22T00:05:59Z" + Keys.ENTER)  # the last pauses only
+    wait_text(browser, "#gc-figure .legend", "amq-a pause")
+    deadline = time.monotonic() + 30
+    while browser.execute_script(TRACE_POINTS_JS, "#gc-figure").get("amq-a pause") != GC_PAUSES["amq-a"][3:]:
+        assert time.monotonic() < deadline, browser.execute_script(TRACE_POINTS_JS, "#gc-figure")
+        time.sleep(0.1)
+    browser.find_element(By.ID, "f-until").send_keys("2026-11-22T00:05:59.5Z" + Keys.ENTER)  # no pause then
+    assert "No stop-the-world pause" in wait_text(browser, "#gc-figure-note", "pause")
+
+
+def test_the_destinations_view_plots_depth_and_consumers_and_shows_names_as_text(server, browser, lakehouse, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(server.url + "/destinations")
+    wait_text(browser, "#destinations-figure .legend")
+    pick(browser, "d-group", XSS_GROUP)
+    label = f"{XSS_QUEUE} (queue) on cap-a"
+    wait_text(browser, "#destinations-figure .legend", label)
+    points = browser.execute_script(TRACE_POINTS_JS, "#destinations-figure")  # trace names: escaped for Plotly
+    assert points[esc(label)] == [25] * mk.SPLIT_STEPS and points[esc(label) + " consumers"] == [0] * mk.SPLIT_STEPS
+    assert label in wait_text(browser, "#d-destinations", label)  # the picker: text too
+    assert not browser.find_elements(By.CSS_SELECTOR, "#destinations-page img")
+    assert browser.execute_script("return window.__xss") is None, "the payload ran on /destinations"
+    keep_screenshot(browser, tmp_path, "dashboard-destinations")
