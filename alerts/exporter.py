@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector as PromCollector
 
+from alerts.finding_counts import FindingTallies
 from alerts.rules import split_brain  # the one "active runs overlap" test, shared with the SplitBrain rule
 from collectors.packs import PACKS
 from lakehouse.tables import BROKER_STATE
@@ -68,10 +69,10 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "brokerscope_group_unknown_instances": ("gauge", GROUP, "instances whose last scrape got no answer (state unknown, not 'down')"),
     "brokerscope_group_no_active_instance": ("gauge", GROUP, "1 when no instance of the group was observed active at its last scrape: an outage, or all unknown"),
     "brokerscope_group_split_brain": ("gauge", GROUP, "1 when two instances of a live/backup group are active with overlapping observations (never for WebLogic clusters, active by design)"),
-    "brokerscope_group_failovers_total": ("counter", GROUP, "failovers reconstructed by the analysis (gold failover_events, event_type failover)"),
+    "brokerscope_group_failovers_total": ("counter", GROUP, "failovers reconstructed by the analysis (gold failover_events, event_type failover; distinct events seen by this process)"),
     "brokerscope_group_last_failover_timestamp_seconds": ("gauge", GROUP, "when the last reconstructed failover's new live was first seen active"),
     "brokerscope_group_last_failover_outage_seconds": ("gauge", GROUP, "the last failover's outage, upper bound (no instance active at most this long)"),
-    "brokerscope_group_split_brain_windows_total": ("counter", GROUP, "split-brain windows reconstructed by the analysis (gold split_brain_windows)"),
+    "brokerscope_group_split_brain_windows_total": ("counter", GROUP, "split-brain windows reconstructed by the analysis (gold split_brain_windows; distinct windows seen by this process)"),
     "brokerscope_destination_messages": ("gauge", DESTINATION, "messages on the destination (capped series, see `destination=\"other\"`)"),
     "brokerscope_destination_consumers": ("gauge", DESTINATION, "consumers of the destination (capped series)"),
     "brokerscope_destination_oldest_message_age_seconds": ("gauge", DESTINATION, "age of the oldest message where the broker reports it (Artemis FirstMessageAge; capped series)"),
@@ -89,7 +90,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "brokerscope_zookeeper_server_serving": ("gauge", ("ensemble", "server", "state"), "1 when the server serves clients at its last round (silver zk_server_state); `state` is leader, follower, …"),
     "brokerscope_gc_pause_seconds": ("summary", ("broker", "group"), "stop-the-world GC pauses read from the JVM's GC log (count and sum over the history in gc_events)"),
     "brokerscope_gc_pause_max_seconds": ("gauge", ("broker", "group"), "longest stop-the-world pause in the last 10 minutes of GC log"),
-    "brokerscope_gc_findings_total": ("counter", ("broker", "group", "code", "severity"), "GC findings (gold gc_findings), e.g. code gc.pause-over-third-session"),
+    "brokerscope_gc_findings_total": ("counter", ("broker", "group", "code", "severity"), "GC findings (gold gc_findings; distinct findings seen by this process), e.g. code gc.pause-over-third-session"),
     "brokerscope_scrape_duration_seconds": ("gauge", TARGET, "duration of the target's last scrape (as jmx_exporter's jmx_scrape_duration_seconds)"),
     "brokerscope_target_clock_skew_seconds": ("gauge", TARGET, "the broker's clock minus the collector's, estimated from Jolokia's answer timestamps (silver collector_health.clock_skew_s)"),
     "brokerscope_scrape_up": ("gauge", TARGET, "1 when the target's last scrape got an answer"),
@@ -128,7 +129,7 @@ class StateSnapshot:
     zk_quorum: list[dict] = field(default_factory=list)  # latest zk_quorum interval per ensemble
     zk_servers: list[dict] = field(default_factory=list)  # latest zk_server_state row per server
     gc_pauses: list[dict] = field(default_factory=list)  # target, group_name, count, sum_ms, max_recent_ms
-    gc_findings: list[dict] = field(default_factory=list)  # target, group_name, code, severity, count
+    gc_findings: list[dict] = field(default_factory=list)  # finding_id, target, group_name, code, severity
     clock_skews: list[dict] = field(default_factory=list)  # latest collector_health clock_skew_s per target
     service: dict[str, float] = field(default_factory=dict)  # brokerscope_analysis_* / brokerscope_alert_* values
 
@@ -239,7 +240,7 @@ def gold_rows(lh, now: datetime, target_groups: Mapping[str, str | None] | None 
 
     out: dict[str, list[dict]] = {}
     since = _date_filter(now)
-    t = read("failover_events", ["group_name", "kind", "event_type", "new_first_active", "outage_upper_s"])
+    t = read("failover_events", ["event_id", "group_name", "kind", "event_type", "new_first_active", "outage_upper_s"])
     out["failovers"] = [] if t is None else t.to_pylist()
     t = read("split_brain_windows", ["group_name", "kind", "window_id"])
     out["split_brain_windows"] = [] if t is None else t.to_pylist()
@@ -253,8 +254,8 @@ def gold_rows(lh, now: datetime, target_groups: Mapping[str, str | None] | None 
     out["zk_servers"] = [] if t is None else latest_rows(t, ("ensemble", "instance"), "ts")
     t = read("gc_events", ["target", "wall_time", "pause_ms"])
     out["gc_pauses"] = [] if t is None else gc_pause_rows(t, now, target_groups if target_groups is not None else _groups_of(lh))
-    t = read("gc_findings", ["target", "group_name", "code", "severity"])
-    out["gc_findings"] = [] if t is None else _counted(t, ["target", "group_name", "code", "severity"])
+    t = read("gc_findings", ["finding_id", "target", "group_name", "code", "severity"])
+    out["gc_findings"] = [] if t is None else t.to_pylist()
     t = read("collector_health", ["target", "kind", "group_name", "ts", "clock_skew_s"], filter=since)
     out["clock_skews"] = [] if t is None else latest_rows(t.filter(pc.is_valid(t["clock_skew_s"])), ("target",), "ts")
     return out
@@ -270,10 +271,6 @@ def _groups_of(lh) -> dict[str, str | None]:
     if not lh.exists("gc_findings"):
         return {}
     return {r["target"]: r["group_name"] for r in lh.read("gc_findings", ["target", "group_name"]).to_pylist()}
-
-
-def _counted(t: pa.Table, keys: list[str]) -> list[dict]:
-    return t.group_by(keys, use_threads=False).aggregate([([], "count_all")]).rename_columns(keys + ["count"]).to_pylist()
 
 
 def gc_pause_rows(events: pa.Table, now: datetime, groups: Mapping[str, str | None]) -> list[dict]:
@@ -385,7 +382,7 @@ def instance_families(instances: list[dict]) -> list[Metric]:
     return fams
 
 
-def group_families(snap: StateSnapshot) -> list[Metric]:
+def group_families(snap: StateSnapshot, tallies: FindingTallies) -> list[Metric]:
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in snap.instances:
         groups.setdefault((r["group_name"], r["kind"]), []).append(r)
@@ -399,22 +396,17 @@ def group_families(snap: StateSnapshot) -> list[Metric]:
             (g, int(split_brain(a, snap.active_since))) for g, (_, a, _) in counts.items() if g[1] in snap.exclusive_kinds)),
     ]
     failovers = [f for f in snap.failovers if f["event_type"] == "failover"]
-    fams.append(family("brokerscope_group_failovers_total", _count_by(failovers, ("group_name", "kind"))))
+    by_group = lambda r: (r["group_name"], r["kind"])  # noqa: E731
+    fams.append(family("brokerscope_group_failovers_total",
+                       tallies["brokerscope_group_failovers_total"].count(failovers, by_group, "event_id")))
     last: dict[tuple, dict] = {}
     for f in sorted(failovers, key=lambda f: f["new_first_active"]):
         last[(f["group_name"], f["kind"])] = f
     fams.append(family("brokerscope_group_last_failover_timestamp_seconds", ((g, _epoch(f["new_first_active"])) for g, f in last.items())))
     fams.append(family("brokerscope_group_last_failover_outage_seconds", ((g, f["outage_upper_s"]) for g, f in last.items())))
-    fams.append(family("brokerscope_group_split_brain_windows_total", _count_by(snap.split_brain_windows, ("group_name", "kind"))))
+    fams.append(family("brokerscope_group_split_brain_windows_total", tallies["brokerscope_group_split_brain_windows_total"].count(
+        snap.split_brain_windows, by_group, "window_id")))
     return fams
-
-
-def _count_by(rows: list[dict], keys: Sequence[str]) -> list[tuple[tuple, int]]:
-    counts: dict[tuple, int] = {}
-    for r in rows:
-        k = tuple(r[c] for c in keys)
-        counts[k] = counts.get(k, 0) + 1
-    return list(counts.items())
 
 
 def kept_series(rows: list[dict], key: Callable[[dict], tuple], rank: Callable[[dict], float | None], limit: int) -> set[tuple]:
@@ -522,7 +514,7 @@ def zookeeper_families(snap: StateSnapshot) -> list[Metric]:
     ]
 
 
-def gc_families(snap: StateSnapshot) -> list[Metric]:
+def gc_families(snap: StateSnapshot, tallies: FindingTallies) -> list[Metric]:
     _, labels, help_text = METRICS["brokerscope_gc_pause_seconds"]
     summary = SummaryMetricFamily("brokerscope_gc_pause_seconds", help_text, labels=list(labels))
     for r in snap.gc_pauses:
@@ -531,8 +523,8 @@ def gc_families(snap: StateSnapshot) -> list[Metric]:
         summary,
         family("brokerscope_gc_pause_max_seconds", (
             ((r["target"], r["group_name"]), r["max_recent_ms"] / 1000) for r in snap.gc_pauses if r["max_recent_ms"] is not None)),
-        family("brokerscope_gc_findings_total", (
-            ((r["target"], r["group_name"], r["code"], r["severity"]), r["count"]) for r in snap.gc_findings)),
+        family("brokerscope_gc_findings_total", tallies["brokerscope_gc_findings_total"].count(
+            snap.gc_findings, lambda r: (r["target"], r["group_name"], r["code"], r["severity"]), "finding_id")),
     ]
 
 
@@ -554,18 +546,22 @@ def service_families(snap: StateSnapshot) -> list[Metric]:
     return [family(name, [((), v)]) for name, v in snap.service.items() if name in METRICS]
 
 
-def metric_families(snap: StateSnapshot, max_destination_series: int = DEFAULT_MAX_DESTINATION_SERIES) -> list[Metric]:
-    """Every brokerscope_ family for one snapshot. Families without samples are left out."""
+def metric_families(snap: StateSnapshot, max_destination_series: int = DEFAULT_MAX_DESTINATION_SERIES,
+                    tallies: FindingTallies | None = None) -> list[Metric]:
+    """Every brokerscope_ family for one snapshot. Families without samples are left out. `tallies`:
+    the finding counters of a long-lived exporter (alerts/finding_counts.py); a fresh one counts
+    the findings in the snapshot."""
+    tallies = tallies if tallies is not None else FindingTallies()
     folded: dict[str, int] = {}
     fams = (
         instance_families(snap.instances)
-        + group_families(snap)
+        + group_families(snap, tallies)
         + destination_families(snap, max_destination_series, folded)
         + stuck_families(snap, max_destination_series, folded)
         + lag_families(snap, max_destination_series, folded)
         + kafka_families(snap)
         + zookeeper_families(snap)
-        + gc_families(snap)
+        + gc_families(snap, tallies)
         + scrape_families(snap)
         + service_families(snap)
     )
@@ -592,6 +588,7 @@ class SnapshotCollector(PromCollector):
             raise ValueError(f"max_destination_series must be at least 1 (got {max_destination_series})")
         self.snapshot = snapshot
         self.max_destination_series = max_destination_series
+        self.tallies = FindingTallies()  # the finding counters only go up for the life of this collector
 
     def collect(self) -> Iterator[Metric]:
         try:
@@ -599,7 +596,7 @@ class SnapshotCollector(PromCollector):
         except Exception as e:  # a failed read must not take /metrics down: Prometheus' own `up` stays 1
             log.error("reading the state for /metrics failed: %s", e)
             return iter(())
-        return iter(metric_families(snap, self.max_destination_series))
+        return iter(metric_families(snap, self.max_destination_series, self.tallies))
 
 
 def metrics_table_markdown() -> str:

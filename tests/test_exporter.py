@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from alerts.exporter import (
     METRICS,
@@ -348,3 +349,32 @@ def test_metrics_only_on_metrics_with_health_and_readiness_paths():
         assert get(srv.base_url + "/-/healthy")[0] == 200  # alive, only not ready
     finally:
         srv.stop()
+
+
+def test_finding_counters_only_go_up_while_gold_is_rewritten():
+    """A counter counts distinct findings seen by the collector: a finding dropped from gold (a
+    merge, a re-analysis, a dropped partition) stays counted; a new one adds one; the same one
+    twice counts once."""
+    def gc(fid: str, target: str = "amq-a") -> dict:
+        return {"finding_id": fid, "target": target, "group_name": "store-1", "code": "gc.full", "severity": "warn"}
+
+    def fo(eid: str) -> dict:
+        return {"event_id": eid, "group_name": "store-1", "kind": "activemq", "event_type": "failover",
+                "new_first_active": T0, "outage_upper_s": 1.0}
+
+    snaps = [StateSnapshot(gc_findings=[gc("f1"), gc("f2")], failovers=[fo("e1")]),
+             StateSnapshot(gc_findings=[gc("f2")], failovers=[]),  # rows gone from gold
+             StateSnapshot(gc_findings=[gc("f2"), gc("f3"), gc("f3"), gc("f9", "amq-b")], failovers=[fo("e1"), fo("e2")])]
+    reg, it = CollectorRegistry(), iter(snaps)
+    reg.register(SnapshotCollector(lambda: next(it)))
+    gc_a = {"broker": "amq-a", "group": "store-1", "code": "gc.full", "severity": "warn"}
+    got = []
+    for _ in snaps:
+        text = generate_latest(reg).decode()
+        fams = list(text_string_to_metric_families(text))
+        got.append((value(fams, "brokerscope_gc_findings_total", **gc_a),
+                    value(fams, "brokerscope_group_failovers_total", group="store-1", kind="activemq")))
+    assert got == [(2, 1), (2, 1), (3, 2)]
+    assert value(fams, "brokerscope_gc_findings_total", broker="amq-b", group="store-1", code="gc.full", severity="warn") == 1
+    # without a long-lived collector (one-shot use) the count is what the snapshot holds
+    assert value(metric_families(snaps[1]), "brokerscope_gc_findings_total", **gc_a) == 1
