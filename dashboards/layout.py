@@ -245,6 +245,9 @@ def filter_bar(groups: list[str], group: str | None, since: str | None, until: s
 
 def findings_table(view: FindingView, rows: list[dict], total: int, links: dict[str, str]) -> html.Div:
     shown = f"{len(rows)} of {total} (newest first)" if total > len(rows) else f"{total} finding(s)"
+    if not rows:  # a sentence, not a header row of raw column names
+        return html.Div([html.P(shown, id="findings-count"),
+                         html.P(f"No {view.title.lower()} findings for this group and time range.", id="findings")])
     return html.Div([html.P(shown, id="findings-count"),
                      table(rows, [view.key, *view.columns], table_id="findings", links=links)])
 

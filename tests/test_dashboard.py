@@ -465,7 +465,7 @@ def test_callbacks_filter_views_and_redraw_the_timeline(gold):
     assert "1 finding(s)" in json.dumps(got) and json.dumps(XSS)[1:-1] in json.dumps(got)  # as a text child
     got = callback(c, "findings-content.children", {"f-group.value": None, "f-since.value": "2026-11-23T11:00:07Z",
                                                      "f-until.value": ""}, {"url.pathname": "/stuck"}, "f-since.value")
-    assert "0 finding(s)" in json.dumps(got)
+    assert "0 finding(s)" in json.dumps(got) and "No stuck messages findings for this group and time range." in json.dumps(got)
     got = callback(c, "findings-content.children", {"f-group.value": None, "f-since.value": "yesterday-ish",
                                                      "f-until.value": ""}, {"url.pathname": "/stuck"}, "f-since.value")
     assert "time filter:" in json.dumps(got) and "is not a time" in json.dumps(got)
