@@ -3,13 +3,17 @@
 #   make test   — the whole test suite (what CI runs)
 PYTHON ?= python3
 
-.PHONY: setup demo test test-fast drills bench
+.PHONY: setup demo demo-artemis test test-fast drills bench
 
 setup:
 	@bash infra/setup.sh
 
 demo: setup
 	$(PYTHON) -m brokerscope demo
+
+# the same on a real Artemis 2.40.0 shared-store pair (kill, takeover, failback), scored
+demo-artemis: setup
+	$(PYTHON) -m brokerscope demo --broker artemis
 
 # Two tiers, each in two workers. First the tests marked neither slow nor lab (a file stays in one
 # worker: its module fixtures are built once). Then the slow tier: every lab test (real brokers,

@@ -202,7 +202,8 @@ def cmd_tables(args) -> int:
 
 def cmd_demo(args) -> int:
 
-    return run_demo(Path(args.workdir), scrape_interval=args.interval, keep=args.keep)
+    workdir = args.workdir or ("./var/demo" if args.broker == "activemq" else f"./var/demo-{args.broker}")
+    return run_demo(Path(workdir), scrape_interval=args.interval, keep=args.keep, broker=args.broker)
 
 
 def cmd_lab(args) -> int:
@@ -279,8 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--markdown", action="store_true", help="full documentation in Markdown")
     sp.set_defaults(func=cmd_tables)
 
-    sp = sub.add_parser("demo", help="real local drill: ActiveMQ master/slave, kill the master, reconstruct the failover")
-    sp.add_argument("--workdir", default="./var/demo", help="where the lab, lakehouse and recording go")
+    sp = sub.add_parser("demo", help="real local drill: a broker pair, kill the primary, reconstruct the failover")
+    sp.add_argument("--broker", choices=["activemq", "artemis"], default="activemq",
+                    help="activemq: an ActiveMQ Classic master/slave pair (default); artemis: an Artemis 2.40.0 "
+                         "shared-store primary/backup (kill, takeover, failback)")
+    sp.add_argument("--workdir", default=None,
+                    help="where the lab, lakehouse and recording go (default ./var/demo, ./var/demo-artemis)")
     sp.add_argument("--interval", type=float, default=0.5, help="scrape interval in seconds")
     sp.add_argument("--keep", action="store_true", help="keep the previous demo's data instead of starting clean")
     sp.set_defaults(func=cmd_demo)

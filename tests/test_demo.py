@@ -20,3 +20,12 @@ def test_demo_reconstructs_the_failover_and_tails_the_gc_logs(tmp_path, capsys):
     m = re.search(r"GC: both brokers' gc.log, tailed while scraping: (\d+) pauses", out)
     assert m and int(m.group(1)) > 0, out  # the JVMs' startup collections at least
     assert "next: brokerscope timeline --config" in out
+
+
+def test_demo_on_an_artemis_pair_meets_the_drills_bar(tmp_path, capsys):
+    """`brokerscope demo --broker artemis`: a real Artemis shared-store pair, kill, takeover, failback."""
+    assert main(["demo", "--broker", "artemis", "--workdir", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"art-\w became \w+ — failover art-\w → art-\w", out), out
+    assert "drill artemis-kill: PASS" in out, out
+    assert "next: brokerscope timeline --config" in out
