@@ -357,8 +357,13 @@ def test_lab_start_status_stop_by_hand(tmp_path, monkeypatch, capsys):
     try:
         assert main(["lab", "start"]) == 0
         assert "failover url: failover:(" in capsys.readouterr().out
-        assert main(["lab", "status"]) == 0
-        assert sorted(re.findall(r"role=(\w+)", capsys.readouterr().out)) == ["master", "slave"]
+        for _ in range(20):  # each role is one Jolokia read (2 s timeout): slow to answer on a loaded machine
+            assert main(["lab", "status"]) == 0
+            roles = sorted(re.findall(r"role=(\w+)", capsys.readouterr().out))
+            if roles == ["master", "slave"]:
+                break
+            time.sleep(0.5)
+        assert roles == ["master", "slave"]
     finally:
         assert main(["lab", "stop"]) == 0
     assert capsys.readouterr().out.startswith("stopped pids [")
