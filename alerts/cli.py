@@ -2,7 +2,7 @@
 
     alerts evaluate -c CFG [--dry-run] [--format text|json]   one tick: evaluate, dedup, send, record
     alerts history -c CFG [--since 1h] [--format text|json]   alert state changes (alert_history)
-    alerts test-receiver -c CFG NAME                          send a test alert firing, then resolved
+    alerts test-receiver NAME -c CFG                          send a test alert firing, then resolved
 """
 
 from __future__ import annotations
@@ -110,5 +110,5 @@ def add_parser(sub) -> None:
     sp.set_defaults(func=cmd_history)
 
     sp = with_config(asub.add_parser("test-receiver", help="send a test alert (firing, then resolved) to one receiver"))
-    sp.add_argument("name", help="receiver name under alerts.receivers")
+    sp.add_argument("name", metavar="NAME", help="receiver name under alerts.receivers")
     sp.set_defaults(func=cmd_test_receiver)

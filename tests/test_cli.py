@@ -201,33 +201,6 @@ def test_help_and_errors_cite_only_readme_sections_that_exist():
     assert [c for c in cited if c[1] not in headings] == []
 
 
-def readme_examples() -> list[str]:
-    """The command lines of README's cli-examples block."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = text.split("<!-- cli-examples", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if line.startswith("brokerscope ")]
-
-
-def test_readme_cli_examples_run(analysed_kill_master, tmp_path, capsys):
-    import shlex
-
-    data = analysed_kill_master.copy_to(tmp_path / "lh")
-    cfg = tmp_path / "brokerscope.yaml"
-    cfg.write_text(yaml.safe_dump({"lakehouse": str(tmp_path / "lh"), "targets": [
-        {"name": t.name, "kind": t.kind, "url": t.url} | ({"group": t.group} if t.group else {}) for t in data.targets]}))
-    short = Lakehouse(tmp_path / "lh").read("incidents").column("incident_id")[0].as_py()[:8]
-    examples = readme_examples()
-    assert len(examples) >= 5 and any(" incidents " in e for e in examples) and any(" report " in e for e in examples)
-    for line in examples:
-        argv = [{"brokerscope.yaml": str(cfg), "1a2b3c4d": short}.get(a, a) for a in shlex.split(line, comments=True)[1:]]
-        try:
-            rc = main(argv)
-        except SystemExit as e:  # --version
-            rc = e.code
-        out, err = capsys.readouterr()
-        assert rc == 0 and out.strip(), f"{line}: exit {rc}, stderr {err[-500:]}"
-
-
 def test_spark_starts_quiet_unless_verbose(tmp_path):
     """`analyze` (as `run` does) starts Spark with brokerscope's log4j2 file: no default-profile banner,
     no "Setting default log level", no start-up WARN lines; `-v` sets Spark's level to WARN for that
