@@ -49,9 +49,12 @@ def test_killing_a_second_node_loses_quorum_until_it_returns(drill):
 def test_mntr_of_a_dead_server_is_an_error_observation(drill):
     _, lh, truth, g = drill
     checks.check_dead_server_is_an_error_observation(g, truth)
-    dead = [r for r in lh.read("bronze_zk").to_pylist() if r["target"] == truth["leader1"]
-            and checks._t(truth["kill1"] + checks.TICK_SLACK_S) < r["ts"] < checks._t(truth["restart"])]
-    assert dead and {(r["command"], r["error_kind"]) for r in dead} == {("srvr", "refused")}  # no mntr sent after that
+    dead = sorted((r for r in lh.read("bronze_zk").to_pylist() if r["target"] == truth["leader1"]
+                   and checks._t(truth["kill1"] + checks.TICK_SLACK_S) < r["ts"] < checks._t(truth["restart"])),
+                  key=lambda r: r["ts"])
+    later = dead[checks.first_after_teardown(dead, "error_kind", "reset"):]
+    assert later and {(r["command"], r["error_kind"]) for r in later} == {("srvr", "refused")}  # no mntr sent after that
+    assert all(r["command"] == "srvr" for r in dead)
     assert all(r["response_text"] is None for r in dead)
 
 
