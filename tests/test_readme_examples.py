@@ -298,7 +298,11 @@ def test_make_targets_run_what_the_readme_says():
         pytest.skip("no make on this machine")
     dry = {}
     for target in sorted({e.split()[1] for e in readme_examples() if e.startswith("make ")}):
-        r = subprocess.run(["make", "-n", target], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        # as a user types it, also when this test runs inside `make test` (a parent make's
+        # MAKELEVEL/MAKEFLAGS would add "make[1]: Entering directory" lines and its flags)
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+        r = subprocess.run(["make", "-n", target], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                           env=env)
         assert r.returncode == 0, f"make {target}: {r.stderr}"
         dry[target] = r.stdout
     assert dry["demo"].splitlines() == ["bash infra/setup.sh", "python3 -m brokerscope demo"]
