@@ -373,9 +373,6 @@ def _spawn(cfg_path: Path, log: Path) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-
-
-@pytest.mark.lab
 def test_killed_mid_send_and_restarted_loses_nothing_and_repeats_only_the_one_in_flight(tmp_path):
     rx = RecordingReceiver(hold=60).start()
     root = tmp_path / "lh"
@@ -527,9 +524,6 @@ def test_live_rows_accumulate_across_ticks_for_the_unreachable_run(tmp_path):
 
 
 @pytest.mark.slow
-
-
-@pytest.mark.lab
 def test_alerts_over_a_real_kill_master_drill(analysed_kill_master, tmp_path):
     """The recorded ActiveMQ drill (SIGKILL of the master, takeover, restart as slave) through
     replay → Spark → gold, then the pipeline ticked every 0.1 s across the drill's own times:

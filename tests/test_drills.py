@@ -39,8 +39,6 @@ def our_processes(workdir: Path) -> list[str]:
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 @pytest.mark.drill
 @pytest.mark.parametrize("name", LIVE)
@@ -163,8 +161,6 @@ def test_jdbc_lease_broker_config_renders_the_lease_locker_and_data_source(tmp_p
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 def test_postgres_cluster_starts_below_a_directory_only_root_may_enter(tmp_path):
     from infra.pg_lab import PG_BIN, PgCluster

@@ -364,8 +364,6 @@ def run_churn_jvm(folder: Path, millis: int, filecount: int = 5) -> subprocess.P
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK")
 def test_real_jvm_rotating_log_is_tailed_exactly(tmp_path, logs):

@@ -129,8 +129,6 @@ def _signal_after(proc: subprocess.Popen, seconds: float, sig: int = signal.SIGT
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 def test_sigterm_lands_the_unflushed_batch_within_a_bound(tmp_path):
     """flush_interval 30 s: nothing is committed before the SIGTERM; after it, every scrape is."""
@@ -149,8 +147,6 @@ def test_sigterm_lands_the_unflushed_batch_within_a_bound(tmp_path):
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 def test_sigterm_stops_brokerscope_run_promptly_beside_a_trickling_target(tmp_path):
     """`run` with a target that trickles its answer (the scrape never ends by itself): SIGTERM ends
@@ -169,8 +165,6 @@ def test_sigterm_stops_brokerscope_run_promptly_beside_a_trickling_target(tmp_pa
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 def test_sigint_on_a_read_only_lakehouse_without_recording_spills_a_replayable_file(tmp_path, tiny_fs):
     """The lakehouse's mount turns read-only before the first commit: at the stop the rows go to a
@@ -262,8 +256,6 @@ def test_a_100000_target_config_is_refused_quickly_and_says_how_to_split(tmp_pat
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 def test_control_characters_from_a_target_reach_the_log_escaped(tmp_path):
     """A Jolokia error text with ESC/BEL/CR, quoted in the collector's warning: escaped on stderr."""

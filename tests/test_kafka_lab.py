@@ -73,8 +73,6 @@ def _java_pids_of(workdir: Path) -> list[int]:
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
     from infra.kafka_clients import committed_offsets, consume, end_offsets, fail_over, produce, readiness
@@ -141,8 +139,6 @@ def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 @pytest.mark.drill
 def test_controller_kill_drill_meets_the_bar(tmp_path, spark):

@@ -198,9 +198,6 @@ def _sorted_rows(lh: Lakehouse, name: str) -> list[tuple]:
 
 
 @pytest.mark.slow
-
-
-@pytest.mark.lab
 def test_analyzer_killed_9_mid_run_then_rerun_gives_the_clean_gold(analysed_kill_master, tmp_path):
     rng = random.Random(9)
     # the clean run: the same recording replayed and analysed once, uninterrupted, for the session (tests/conftest.py)

@@ -94,8 +94,6 @@ def test_broker_that_shrank_goes_back_to_the_wildcard():
 
 
 @pytest.mark.slow
-
-
 @pytest.mark.lab
 def test_real_broker_with_many_queues(tmp_path):
     """30 real queues on a real ActiveMQ master, at most 10 destinations per scrape: every scrape
