@@ -33,25 +33,20 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import datetime as _dt
-import glob
 import json
 import logging
-import math
 import os
 import re
 import shutil
-import tempfile
 import time
 import urllib.parse
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-import pyspark
 from deltalake import DeltaTable
 from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
@@ -60,8 +55,18 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from infra import delta_jars
+from lakehouse.delta_files import delta_stats, partition_string, partition_values_from_path
 from lakehouse.store import BRIDGE_STAGING_RE, Lakehouse, LakehouseError, _first_line, _pyarrow_fs
 from lakehouse.tables import TableContract, contract
+from lakehouse.spark_session import (  # noqa: F401  re-exported: lakehouse.spark is the jobs' one import
+    DELTA_EXTENSION,
+    DeltaSparkUnavailableError,
+    delta_choice,
+    delta_native_available,
+    lakehouse_mode,
+    log4j2_config_file,
+    spark_session,
+)
 
 _log = logging.getLogger("brokerscope.lakehouse.spark")
 
@@ -74,9 +79,6 @@ __all__ = [
     "spark_schema",
     "Appended",
 ]
-
-DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
-DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 # Features the bridge can honour. Reading: the Parquet files + partition values are the whole
 # truth. Writing: plain add/remove actions are all it produces.
@@ -106,183 +108,6 @@ class Appended(NamedTuple):
     old: DataFrame
     new: DataFrame
     version: int  # the version `new` reaches
-
-
-class DeltaSparkUnavailableError(RuntimeError):
-    """mode="native" was asked for but delta-spark is not usable in this Spark session."""
-
-
-# --- session ----------------------------------------------------------------------------------
-
-
-def _delta_jars_hint(conf: dict[str, str]) -> bool:
-    """Before the JVM starts: are delta-spark's classes provided by someone else (the user's
-    spark.jars / spark.jars.packages / driver class path, a jar in $SPARK_HOME/jars or pyspark/jars,
-    or BROKERSCOPE_DELTA_SPARK=1 for a cluster image that has them)?"""
-    if os.environ.get("BROKERSCOPE_DELTA_SPARK", "").strip().lower() in ("1", "true", "yes"):
-        return True
-    for key in ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"):
-        if re.search(r"delta[-_](spark|core)", conf.get(key, "") or ""):
-            return True
-    dirs = [os.path.join(os.path.dirname(pyspark.__file__), "jars")]
-    if os.environ.get("SPARK_HOME"):
-        dirs.append(os.path.join(os.environ["SPARK_HOME"], "jars"))
-    return any(glob.glob(os.path.join(d, p)) for d in dirs for p in ("delta-spark_*.jar", "delta-core_*.jar"))
-
-
-LOG4J2_TEMPLATE = """# brokerscope: Spark's own log lines at {level} and above only, to stderr (spark_session)
-# The root starts at {root}: at another level than WARN the driver announces "Setting default log level"
-# (Spark's Logging, pyspark counts as a shell); setLogLevel({level}) follows once the session exists.
-rootLogger.level = {root}
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
-# known start-up warnings, said on every start and fixed by nothing a user can do here
-logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
-logger.nativecode.level = {level}
-"""
-LOG4J_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
-
-
-def log4j2_config_file(level: str) -> str:
-    """A log4j2 properties file for the driver JVM at `level`: without one, Spark prints its default
-    profile's banner and startup warnings (NativeCodeLoader, …) before setLogLevel can act."""
-    level = level.upper() if level.upper() in LOG4J_LEVELS else "ERROR"
-    path = Path(tempfile.gettempdir()) / f"brokerscope-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}-{level}.properties"
-    quiet = LOG4J_LEVELS.index(level) > LOG4J_LEVELS.index("WARN")
-    text = LOG4J2_TEMPLATE.format(level=level.lower(), root="warn" if quiet else level.lower())
-    if not path.exists() or path.read_text() != text:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    return str(path)
-
-
-def delta_choice(delta: str | None = None) -> str:
-    """auto | native | bridge: the argument, else $BROKERSCOPE_DELTA, else auto."""
-    choice = (delta or os.environ.get("BROKERSCOPE_DELTA") or "auto").strip().lower()
-    if choice not in ("auto", "native", "bridge"):
-        raise ValueError(f"Delta access must be 'auto', 'native' or 'bridge' (argument or $BROKERSCOPE_DELTA), not {choice!r}")
-    return choice
-
-
-def _with_delta(settings: dict[str, str], delta: str) -> None:
-    """Put delta-spark on the session: the cached jars in spark.jars (unless someone else provides
-    them) and the Delta extension + catalog. bridge: neither (a JVM without Delta classes)."""
-    if delta == "bridge":
-        return
-    if not _delta_jars_hint(settings):
-        cached = delta_jars.jars()
-        if cached is None:
-            if delta == "native":
-                raise DeltaSparkUnavailableError(
-                    f"native Delta needs delta-spark {delta_jars.DELTA_VERSION}'s jars, which are not in the cache "
-                    f"({delta_jars.cache_dir()}): run {delta_jars.setup_command} once (Maven Central), or start "
-                    "with BROKERSCOPE_DELTA=bridge (delta-rs commits, no jars needed)")
-            _log.warning("delta-spark's jars are not in the cache: Spark uses the delta-rs bridge. Run %s once "
-                         "for native Delta", delta_jars.setup_command)
-            return
-        settings["spark.jars"] = ",".join(x for x in (settings.get("spark.jars", ""), *map(str, cached)) if x)
-    ext = settings.get("spark.sql.extensions", "")
-    if DELTA_EXTENSION not in ext:
-        settings["spark.sql.extensions"] = ",".join(x for x in (ext, DELTA_EXTENSION) if x)
-    settings.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
-
-
-def _local_cores(master: str) -> int:
-    """local → 1, local[4] → 4, local[*] / local[*, 3] → the machine's cores."""
-    m = re.match(r"^local(?:\[(\*|\d+)(?:,\s*\d+)?\])?$", master.strip())
-    if not m or not m.group(1):
-        return 1 if master.strip() == "local" else (os.cpu_count() or 2)
-    return (os.cpu_count() or 2) if m.group(1) == "*" else max(1, int(m.group(1)))
-
-
-def spark_session(app_name: str = "brokerscope", master: str | None = None,
-                  conf: dict | None = None, delta: str | None = None) -> SparkSession:
-    """A SparkSession with sane local defaults (reuses the active one — getOrCreate).
-
-    master: argument, else $BROKERSCOPE_SPARK_MASTER, else local[2] (under spark-submit the
-    submitted master is kept). delta (argument, else $BROKERSCOPE_DELTA, else auto): auto and
-    native put delta-spark on the session — the jars `python -m infra.delta_jars` cached (unless
-    the classpath already has them) and the Delta extension + catalog; auto falls back to the
-    delta-rs bridge when the jars are not cached, native raises DeltaSparkUnavailableError;
-    bridge starts Spark without Delta classes. $BROKERSCOPE_SPARK_LOG_LEVEL sets the log level
-    (default ERROR; `brokerscope -v`: WARN), from the JVM's start (a log4j2 file,
-    log4j2_config_file). `conf` wins over every default."""
-    user = {str(k): str(v) for k, v in (conf or {}).items()}
-    settings: dict[str, str] = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": "1g",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        "spark.sql.parquet.compression.codec": "snappy",
-    }
-    master = master or os.environ.get("BROKERSCOPE_SPARK_MASTER")
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: keep its master
-    if not master and not submitted:
-        master = "local[2]"
-    if master and master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" noise
-        settings["spark.driver.host"] = "127.0.0.1"
-        settings["spark.driver.bindAddress"] = "127.0.0.1"
-        # Delta rebuilds a snapshot's file list in a job of 50 tasks by default (sized for large logs
-        # on a cluster); our logs are small and local mode has a few cores: one task per core. Measured
-        # on the kill-master drill (2 cores): the analysis took 452 s with 50, see BENCHMARKS.md.
-        settings["spark.databricks.delta.snapshotPartitions"] = str(_local_cores(master))
-    level = os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL", "ERROR")
-    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j2_config_file(level)}"
-    settings.update(user)
-    _with_delta(settings, delta_choice(delta))
-    builder = SparkSession.builder.appName(app_name)
-    if master:
-        builder = builder.master(master)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(level)
-    return spark
-
-
-_NATIVE_CACHE: dict[str, bool] = {}
-
-
-def delta_native_available(spark: SparkSession) -> bool:
-    """True when io.delta.sql.DeltaSparkSessionExtension can be loaded in the driver JVM AND is
-    configured in spark.sql.extensions (without it delta-spark refuses most operations).
-    False on any failure (e.g. Spark Connect: no JVM). Cached per Spark application."""
-    try:
-        key = f"{spark.sparkContext.applicationId}:{id(spark)}"
-    except Exception:  # noqa: BLE001
-        return False
-    if key in _NATIVE_CACHE:
-        return _NATIVE_CACHE[key]
-    ok = False
-    try:
-        jvm = spark._jvm  # type: ignore[attr-defined]
-        found = False
-        for load in (
-            lambda: jvm.org.apache.spark.util.Utils.classForName(DELTA_EXTENSION, False, False),
-            lambda: jvm.java.lang.Class.forName(
-                DELTA_EXTENSION, False, jvm.java.lang.Thread.currentThread().getContextClassLoader()),
-            lambda: jvm.java.lang.Class.forName(DELTA_EXTENSION),
-        ):
-            try:
-                load()
-                found = True
-                break
-            except Exception:  # noqa: BLE001
-                continue
-        ok = found and DELTA_EXTENSION in (spark.conf.get("spark.sql.extensions", "") or "")
-    except Exception:  # noqa: BLE001
-        ok = False
-    _NATIVE_CACHE[key] = ok
-    return ok
 
 
 # --- types ------------------------------------------------------------------------------------
@@ -344,14 +169,6 @@ def _is_uri(path: str) -> bool:
 
 
 # --- the Spark side of the lakehouse ------------------------------------------------------------
-
-
-def lakehouse_mode(mode: str | None = None) -> str:
-    """How Spark reads and writes the tables: the argument, else $BROKERSCOPE_DELTA, else bridge.
-    auto: native when the session has delta-spark, else the bridge. The bridge is the default for
-    now: native Delta gives the same rows but ran 3.7× slower on local runs (a snapshot rebuild per
-    read after a write, 3–4 jobs per commit; BENCHMARKS.md, issue P15)."""
-    return (mode or os.environ.get("BROKERSCOPE_DELTA") or "bridge").strip().lower()
 
 
 class SparkLakehouse:
@@ -784,7 +601,7 @@ class SparkLakehouse:
         now = int(time.time() * 1000)
         removes = []
         for row in targets.to_pylist():
-            pv = {p: (None if row[p] is None else _partition_string(row[p])) for p in part}
+            pv = {p: (None if row[p] is None else partition_string(row[p])) for p in part}
             removes.append(RemoveAction(urllib.parse.unquote(row["path"]), True, now, row["size_bytes"], pv))
         dt.create_write_transaction(adds + removes, "append", schema, part, commit_properties=props)
 
@@ -811,7 +628,7 @@ class SparkLakehouse:
         def info(f):
             rel, size, mtime = f
             md = pq.read_metadata(f"{stage}/{rel}", filesystem=fs)
-            return rel, size, mtime, md.num_rows, _delta_stats(md, data_cols)
+            return rel, size, mtime, md.num_rows, delta_stats(md, data_cols)
 
         workers = max(1, min(16, len(files)))
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -821,7 +638,7 @@ class SparkLakehouse:
             if n == 0:  # Spark writes an empty file for an empty non-partitioned write
                 fs.delete_file(f"{stage}/{rel}")
                 continue
-            pv = _partition_values_from_path(rel, part)
+            pv = partition_values_from_path(rel, part)
             adds.append(AddAction(f"{staging_rel}/{rel}", size, pv, mtime, True, stats))
             rows += n
         return adds, rows
@@ -894,107 +711,3 @@ def _project(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:
 
 
 # --- Delta conventions ----------------------------------------------------------------------------
-
-
-def _partition_string(v: Any) -> str:
-    """A partition value as Delta stores it (string form)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, _dt.datetime):
-        return v.strftime("%Y-%m-%d %H:%M:%S.%f")
-    return str(v)
-
-
-def _partition_values_from_path(rel: str, part: Sequence[str]) -> dict[str, str | None]:
-    """`obs_date=2024-05-01/part-0000.parquet` → {"obs_date": "2024-05-01"} (Hive escaping
-    undone; __HIVE_DEFAULT_PARTITION__ is null)."""
-    dirs = rel.split("/")[:-1]
-    if len(dirs) != len(part):
-        raise RuntimeError(f"unexpected layout of a file Spark wrote: {rel!r} (partitions {list(part)})")
-    out: dict[str, str | None] = {}
-    for d, p in zip(dirs, part):
-        k, sep, v = d.partition("=")
-        if not sep or urllib.parse.unquote(k) != p:
-            raise RuntimeError(f"unexpected partition folder {d!r} in {rel!r}, expected {p}=...")
-        out[p] = None if v == "__HIVE_DEFAULT_PARTITION__" else urllib.parse.unquote(v)
-    return out
-
-
-_STR_PREFIX = 32  # Delta's stats string prefix length
-
-
-def _stat_value(stat, lt: str, physical: str, is_max: bool):
-    raw = stat.max_raw if is_max else stat.min_raw
-    if raw is None:
-        return None
-    if lt == "TIMESTAMP":
-        unit = stat.logical_type.to_json()
-        per_s = 1_000 if "milli" in unit else 1_000_000 if "micro" in unit else 1_000_000_000
-        ms = raw * 1000 / per_s
-        ms = math.ceil(ms) if is_max else math.floor(ms)  # Delta keeps ms: widen, never narrow
-        t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
-        return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-    if lt == "DATE":
-        return (_dt.date(1970, 1, 1) + _dt.timedelta(days=raw)).isoformat()
-    if lt == "STRING":
-        s = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else str(raw)
-        if len(s) <= _STR_PREFIX:
-            return s
-        if not is_max:
-            return s[:_STR_PREFIX]  # a prefix is a valid lower bound
-        if s[_STR_PREFIX] == "\U0010ffff":
-            return None
-        return s[:_STR_PREFIX] + "\U0010ffff"  # above every string with that prefix
-    if lt in ("NONE", "INT") and physical in ("INT32", "INT64", "BOOLEAN", "FLOAT", "DOUBLE"):
-        if isinstance(raw, float) and (math.isnan(raw) or math.isinf(raw)):
-            return None
-        return raw
-    return None
-
-
-def _delta_stats(md: pq.FileMetaData, columns: Sequence[str]) -> str:
-    """Delta `stats` JSON (numRecords, minValues, maxValues, nullCount) from a Parquet footer."""
-    wanted = set(columns)
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
-    nulls: dict[str, int] = {}
-    ok_minmax: dict[str, bool] = {}
-    ok_nulls: dict[str, bool] = {}
-    for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        if rg.num_rows == 0:
-            continue
-        for j in range(rg.num_columns):
-            col = rg.column(j)
-            name = col.path_in_schema
-            if name not in wanted:
-                continue
-            st = col.statistics
-            if st is None:
-                ok_minmax[name] = ok_nulls[name] = False
-                continue
-            if st.has_null_count and ok_nulls.get(name, True):
-                nulls[name] = nulls.get(name, 0) + st.null_count
-                ok_nulls[name] = True
-            else:
-                ok_nulls[name] = False
-            if st.null_count == rg.num_rows and st.has_null_count:
-                ok_minmax.setdefault(name, True)
-                continue  # all null: no min/max in this group, fine
-            if not st.has_min_max or not ok_minmax.get(name, True):
-                ok_minmax[name] = False
-                continue
-            lt = str(st.logical_type.type).upper() if st.logical_type is not None else "NONE"
-            lo = _stat_value(st, lt, st.physical_type, False)
-            hi = _stat_value(st, lt, st.physical_type, True)
-            if lo is None or hi is None:
-                ok_minmax[name] = False
-                continue
-            ok_minmax[name] = True
-            mins[name] = lo if name not in mins else min(mins[name], lo)
-            maxs[name] = hi if name not in maxs else max(maxs[name], hi)
-    stats: dict[str, Any] = {"numRecords": md.num_rows}
-    stats["minValues"] = {k: v for k, v in mins.items() if ok_minmax.get(k)}
-    stats["maxValues"] = {k: v for k, v in maxs.items() if ok_minmax.get(k)}
-    stats["nullCount"] = {k: v for k, v in nulls.items() if ok_nulls.get(k)}
-    return json.dumps(stats, separators=(",", ":"), ensure_ascii=False)
