@@ -171,7 +171,15 @@ def gc_pause_block(gold: D.Gold, group=None, since=None, until=None):
     return L.figure_or_note("gc-figure", None if p.note else gc_pause_figure(p), p.note)
 
 
-FIGURE_ABOVE = {"gc_findings": gc_pause_block}  # a view's figure, filtered with its table
+def lag_block(gold: D.Gold, group=None, since=None, until=None):
+    if not gold.has("replication_lag"):
+        return L.figure_or_note("lag-figure", None, "No replication_lag table yet: brokerscope analyze -c CFG fills it.")
+    series = D.lag_series(gold, group, since, until, gold.max_points)
+    note = None if series else "No replication lag observed for this group and time range."
+    return L.figure_or_note("lag-figure", None if note else lag_figure(series), note)
+
+
+FIGURE_ABOVE = {"gc_findings": gc_pause_block, "replication_findings": lag_block}  # filtered with the table
 MORE_GROUPS = {"gc_findings": S.gc_groups}  # groups the figure knows beyond the findings'
 
 
@@ -187,10 +195,7 @@ def view_page(gold: D.Gold, view: D.FindingView):
     _, _, groups = D.finding_rows(gold, view, limit=0)
     if view.table in MORE_GROUPS:
         groups = sorted(set(groups) | set(MORE_GROUPS[view.table](gold)))
-    extra = None
-    if view.table == "replication_findings" and gold.has("replication_lag"):
-        extra = dcc.Graph(id="lag-figure", figure=lag_figure(D.lag_series(gold, None, None, None, gold.max_points)))
-    return L.findings_layout(view, groups, view_content(gold, view), extra)
+    return L.findings_layout(view, groups, view_content(gold, view))
 
 
 def destinations_content(d: S.DestinationSeries):

@@ -37,7 +37,9 @@ def dt64(values: list[datetime]) -> np.ndarray:
 
 def esc(text: object) -> str:
     """Text for Plotly: escaped, so `<img onerror=…>` in a queue name shows as those characters."""
-    return html.escape("" if text is None else str(text), quote=True)
+    # quotes stay: with < > & escaped no tag (so no attribute) can form, and Plotly would show
+    # &quot; literally in legends and hover text
+    return html.escape("" if text is None else str(text), quote=False)
 
 
 def clock(ts: datetime | None, ms: bool = True) -> str:

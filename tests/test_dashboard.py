@@ -439,6 +439,11 @@ def test_every_page_renders_and_says_what_is_missing(gold):
     assert "lag 120 s" in texts(find(lag, "findings")) and XSS in texts(find(lag, "findings"))
     fig = find(lag, "lag-figure").figure
     assert fig.data[0].name == esc(f"mirrormaker2 {XSS} 0") and list(fig.data[0].y) == [float(10 * i) for i in range(10)]
+    # the lag chart follows the page's filters (a group without lag says so)
+    filtered = callback(client(gold), "findings-content.children", {"f-group.value": "elsewhere", "f-since.value": "",
+                                                                   "f-until.value": ""}, {"url.pathname": "/lag"},
+                        "f-group.value")
+    assert "No replication lag observed for this group and time range." in json.dumps(filtered)
     assert "art-a paused 7.0 s" in texts(route(gold, "/gc"))
     assert "open incident" in texts(find(route(gold, "/gc"), "findings"))  # gc1 is evidence of the incident
     assert texts(find(route(gold, "/zookeeper"), "missing-command")) == "brokerscope analyze -c CFG"
