@@ -62,7 +62,8 @@ def risk_params(cfg: Config) -> RiskParams:
         unprotected_grace_s=r.unprotected_grace, stale_backup_grace_s=r.stale_backup_grace,
         scrape_interval_s=cfg.scrape_interval,
         ha={t.name: t.ha.model_dump(exclude_none=True) for t in cfg.targets if t.ha},
-        timeouts_ms={t.name: {k: cfg.gc_thresholds(t)[k] for k in ("connection_ttl_ms", "zk_session_ms")} for t in cfg.targets},
+        timeouts_ms={t.name: {**{k: cfg.gc_thresholds(t)[k] for k in ("connection_ttl_ms", "zk_session_ms")},
+                              "assumed": cfg.gc_threshold_defaults(t)} for t in cfg.targets},
         hole_s=cfg.hole_tolerance(),
     )
 

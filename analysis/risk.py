@@ -404,13 +404,17 @@ def describe_bound(ev, outage_s: float, policy: str | None, params: RiskParams):
             advice = "lower lockAcquireSleepInterval on the locker (e.g. 1–2 s) to shorten failovers"
         return bound_ms / 1000, f"{head}: {what}", advice, f"{key}={bound_ms}"
     if ev.kind == "artemis" and is_lock_manager(policy):
-        t = params.timeouts_ms.get(ev.to_instance, {"connection_ttl_ms": 60000.0, "zk_session_ms": 18000.0})
+        t = params.timeouts_ms.get(ev.to_instance, {"connection_ttl_ms": 60000.0, "zk_session_ms": 18000.0,
+                                                     "assumed": ["connection_ttl_ms", "zk_session_ms"]})
         ttl, session = t["connection_ttl_ms"], t["zk_session_ms"]
         if ttl < TTL_OVER_SESSION * session:
             return None
+        # a value set nowhere in the config is Artemis' default, assumed: say so, never as a fact
+        assumed = {k: " (Artemis' default, assumed: set gc." + k + " for this target)" for k in t.get("assumed", ())}
         return (ttl / 1000,
                 f"{head}; the backup can activate once the ZooKeeper session of the live expired (session-ms "
-                f"{_secs(session / 1000)}), but clients notice a dead live only after connection-ttl {_secs(ttl / 1000)}: "
+                f"{_secs(session / 1000)}{assumed.get('zk_session_ms', '')}), but clients notice a dead live only "
+                f"after connection-ttl {_secs(ttl / 1000)}{assumed.get('connection_ttl_ms', '')}: "
                 "they hang on to it long after the failover",
                 "set connection-ttl-override (and the clients' connection-ttl / client-failure-check-period) near "
                 "session-ms so clients fail over when the backup does",

@@ -19,6 +19,7 @@ from brokerscope.errors import USER_ERRORS
 from brokerscope.gc_cli import collect_with_gc
 from brokerscope.next_step import MissingStep, missing_before_analysis, missing_gold
 from brokerscope.timeline import (
+    STATE_COLUMNS,
     ZK_TIMELINE_TABLES,
     build_timeline,
     incidents_between,
@@ -162,7 +163,7 @@ def cmd_timeline(args) -> int:
         lh.read("role_intervals"),
         lh.read("failover_events"),
         lh.read("split_brain_windows"),
-        lh.read("broker_state", columns=["instance", "ts", "error", "role", "active"]),
+        lh.read("broker_state", columns=STATE_COLUMNS),
         group=args.group,
         gc_findings=lh.read("gc_findings") if lh.exists("gc_findings") else None,
         zk_tables={n: lh.read(n) for n in ZK_TIMELINE_TABLES if lh.exists(n)},

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from brokerscope.drills import artemis_kill, kill_master
 from brokerscope.drills.common import say
-from brokerscope.timeline import build_timeline, render_text
+from brokerscope.timeline import STATE_COLUMNS, build_timeline, render_text
 from lakehouse.store import Lakehouse
 from settings import load_config
 
@@ -77,7 +77,7 @@ def run_demo(workdir: Path, scrape_interval: float = 0.5, keep: bool = False, br
         lh.read("role_intervals"),
         lh.read("failover_events"),
         lh.read("split_brain_windows"),
-        lh.read("broker_state", columns=["instance", "ts", "error", "role", "active"]),
+        lh.read("broker_state", columns=STATE_COLUMNS),
     )
     print("\n=== timeline (reconstructed from Jolokia scrapes) ===")
     sys.stdout.write(render_text(entries))

@@ -16,7 +16,7 @@ class Entry:
     ts: datetime
     group: str
     instance: str
-    what: str  # active | last-active | unanswered | failover | failback | restart | answering | back-inactive | split-brain | gc-pause
+    what: str  # active | last-active | unanswered | silent-while-active | failover | failback | restart | answering | back-inactive | split-brain | gc-pause
     #           | zk-election | zk-quorum-lost | zk-quorum-back | zk-lock-handover | zk-lease-vanished | zk-gc-lost-lease | zk-gc-election
     text: str
     instances: tuple[str, ...] = ()  # every instance concerned (a split brain: both); default: (instance,)
@@ -47,6 +47,10 @@ def _fmt_s(x: float | None) -> str:
     return "?" if x is None else f"{x:.1f} s"
 
 
+#: the broker_state columns the timeline reads (`reachable` may be missing from older callers' reads)
+STATE_COLUMNS = ["instance", "ts", "error", "role", "active", "reachable"]
+
+
 def build_timeline(
     intervals: pa.Table,
     failovers: pa.Table,
@@ -58,8 +62,10 @@ def build_timeline(
     zk_tables: dict[str, pa.Table] | None = None,
     until: datetime | None = None,
 ) -> list[Entry]:
-    state_rows = _rows(broker_state.select(["instance", "ts", "error", "role", "active"]))
+    state_rows = _rows(broker_state.select([c for c in STATE_COLUMNS if c in broker_state.column_names]))
     errors = {(r["instance"], r["ts"]): r["error"] for r in state_rows if r["error"]}
+    unanswered = {(r["instance"], r["ts"]): r["error"] or "no answer" for r in state_rows
+                  if r.get("reachable", not r["error"]) is False}
     role_at = {(r["instance"], r["ts"]): r["role"] for r in state_rows}
     standby_seen: dict[str, list[datetime]] = {}
     role_word = {}
@@ -75,6 +81,7 @@ def build_timeline(
     for iv in _rows(intervals):
         inst, g = iv["instance"], iv["group_name"]
         word = role_word.get(inst, "active")
+        entries.extend(silent_while_active(iv, state_rows, unanswered, word))
         if (inst, iv["start_ts"]) not in handed_over:
             entries.append(Entry(iv["start_ts"], g, inst, "active", f"{inst} {word} (first seen active)"))
         if iv["is_open"]:
@@ -230,9 +237,35 @@ def zk_entries(zk_quorum: pa.Table | None = None, zk_elections: pa.Table | None 
     return out
 
 
+def silent_while_active(iv: dict, state_rows: list[dict], unanswered: dict, word: str) -> list[Entry]:
+    """Runs of unanswered scrapes INSIDE an active interval (the instance answered as active before
+    and after): a frozen JVM (SIGSTOP, a long GC pause) or a cut network. Its state there is unknown
+    and clients got no answer, even though the interval (and a failover's outage bound, which is
+    about the role) runs through it."""
+    if not iv["unanswered_inside"]:
+        return []
+    inst, lo, hi = iv["instance"], iv["start_ts"], iv["end_ts"]
+    mine = sorted(r["ts"] for r in state_rows if r["instance"] == inst and lo <= r["ts"] <= hi)
+    out, run = [], []
+    for ts in mine + [None]:
+        if ts is not None and (inst, ts) in unanswered:
+            run.append(ts)
+            continue
+        if run:
+            err = _short(unanswered[(inst, run[0])])
+            out.append(Entry(run[0], iv["group_name"], inst, "silent-while-active",
+                             f"{inst} not answering while {word} ({err}) until {_hms(run[-1])}: {len(run)} scrape(s), "
+                             f"{(run[-1] - run[0]).total_seconds():.1f} s or more with its state unknown "
+                             "(frozen JVM or cut network?)", facts={"until": run[-1], "scrapes": len(run)}))
+            run = []
+    return out
+
+
 def _short(err: str) -> str:
     first = err.split(";")[0]
-    for marker in ("connection refused", "connection reset", "no answer within the timeout", "HTTP 401", "HTTP 403", "truncated", "HTML"):
+    if "within the timeout" in first:
+        return "no answer within the timeout"
+    for marker in ("connection refused", "connection reset", "HTTP 401", "HTTP 403", "truncated", "HTML"):
         if marker.lower() in first.lower():
             return marker
     return first[:80]

@@ -73,6 +73,13 @@ class Config(Strict):
             "time_share_pct": self.gc.time_share_pct,
         }
 
+    def gc_threshold_defaults(self, target: Target | None = None) -> list[str]:
+        """The gc_thresholds keys (zk_session_ms, connection_ttl_ms) set nowhere in the config: their
+        value is the broker's default, assumed, not known to be what the broker runs with."""
+        over = (target.gc if target else None) or GcThresholds()
+        return [k for k in ("zk_session_ms", "connection_ttl_ms")
+                if getattr(over, k) is None and k not in self.gc.model_fields_set]
+
     def gc_state_file(self) -> Path:
         """Where the GC tailer keeps its read offsets."""
         if self.gc.state_file is not None:

@@ -9,6 +9,9 @@ against the drill's own ground truth (kill time, the takeover log line).
                                                         primary → AMQ221037/AMQ221007 once its session
                                                         expired; restart → resync, failback (AMQ221039);
                                                         with the ensemble member holding the lock watch
+    tests/fixtures/artemis/drill_replication_zk_pause.* the same pair, SIGSTOP of the primary for 3× its
+                                                        4 s session (brokerscope.drills.artemis_pause):
+                                                        the backup waits, the primary exits after SIGCONT
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import yaml
 
 from analysis.runner import analyze
 from settings import config_from_dict
-from brokerscope.drills import artemis_kill
+from brokerscope.drills import artemis_kill, artemis_pause
+from brokerscope.timeline import STATE_COLUMNS, build_timeline
 from collectors.artemis import ArtemisPack
 from collectors.recording import observation_from_envelope, read_envelopes
 from collectors.replay import replay
@@ -144,13 +148,18 @@ def test_replication_pair_sequence_sync_and_takeover_as_the_pack_reads_them():
     assert b[-1][1]["role"] == "backup"
 
 
-def test_replayed_replication_kill_is_found_and_zookeeper_agrees(tmp_path_factory, spark):
-    data = yaml.safe_load((FIX / "drill_replication_zk_kill.yaml").read_text())
-    data["lakehouse"] = str(tmp_path_factory.mktemp("artemis-zk") / "lh")
+def replayed(stem: str, where: Path, spark) -> Lakehouse:
+    """tests/fixtures/artemis/<stem>.jsonl.gz replayed with its config into a fresh lakehouse, analysed."""
+    data = yaml.safe_load((FIX / f"{stem}.yaml").read_text())
+    data["lakehouse"] = str(where / "lh")
     cfg = config_from_dict(data)
-    assert replay(cfg, FIX / "drill_replication_zk_kill.jsonl.gz").new_rows > 0
+    assert replay(cfg, FIX / f"{stem}.jsonl.gz").new_rows > 0
     analyze(cfg, spark=spark)
-    lh = Lakehouse(cfg.lakehouse_root())
+    return Lakehouse(cfg.lakehouse_root())
+
+
+def test_replayed_replication_kill_is_found_and_zookeeper_agrees(tmp_path_factory, spark):
+    lh = replayed("drill_replication_zk_kill", tmp_path_factory.mktemp("artemis-zk"), spark)
     card = assert_passed(artemis_kill.score(lh, REPL_TRUTH))
     print("\n" + card.render())
     zk = lh.read("zk_findings").to_pylist() if lh.exists("zk_findings") else []
@@ -189,3 +198,24 @@ def test_a_candidates_lease_inside_the_mutex_is_not_a_second_holder():
     assert [lease.get("contending", False) for lease in json.loads(facts["leases_json"])] == [False, True]
     del nodes[f"{root}/locks/locks/{mutex}"]  # without the mutex owner: two holders, as before
     assert lease_facts(nodes, root)["lease_count"] == 2
+
+
+
+def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then_a_failover(tmp_path_factory, spark):
+    """SIGSTOP of the primary for 12 s (3× its 4 s session): the drill's bar on the replay, the
+    timeline says the live answered nothing for the pause (the failover's outage bound, ≤ 1.2 s,
+    is about the role: the frozen primary answered `Active` once after SIGCONT), and the advice
+    uses the configured session-ms, not Artemis' default."""
+    truth = json.loads((FIX / "drill_replication_zk_pause.truth.json").read_text())
+    lh = replayed("drill_replication_zk_pause", tmp_path_factory.mktemp("artemis-pause"), spark)
+    card = assert_passed(artemis_pause.score(lh, truth))
+    print("\n" + card.render())
+    assert not truth["dual_active"] and not truth["backup_active_during_pause"]
+    entries = build_timeline(lh.read("role_intervals"), lh.read("failover_events"), lh.read("split_brain_windows"),
+                             lh.read("broker_state", columns=STATE_COLUMNS))
+    (silent,) = [e for e in entries if e.what == "silent-while-active"]
+    assert silent.instance == "art-a" and abs(silent.ts.timestamp() - truth["sigstop_ts"]) <= truth["scrape_interval_s"]
+    assert silent.facts["until"].timestamp() <= truth["sigcont_ts"] and silent.facts["scrapes"] >= 10
+    assert "state unknown" in silent.text
+    risks = [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "failover-duration"]
+    assert risks and all("session-ms 4.0 s)" in r["message"] and "session-ms 18" not in r["message"] for r in risks)

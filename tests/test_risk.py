@@ -213,6 +213,12 @@ def test_artemis_connection_ttl_far_above_session_ms():
     g = groups(("g", "Replication Primary w/lock manager"))
     found = failover_duration(failover("artemis", 19.0, to="art-b"), g, PARAMS)
     assert len(found) == 1 and "connection-ttl-override" in found[0]["advice"]
+    # values set nowhere in the config are Artemis' defaults: said to be assumed, never as facts
+    assert "session-ms 18 s (Artemis' default, assumed: set gc.zk_session_ms for this target)" in found[0]["message"]
+    told = RiskParams(timeouts_ms={"art-b": {"connection_ttl_ms": 60000.0, "zk_session_ms": 4000.0,
+                                             "assumed": ["connection_ttl_ms"]}})
+    (said,) = failover_duration(failover("artemis", 19.0, to="art-b"), g, told)
+    assert "session-ms 4.0 s)" in said["message"] and "connection-ttl 60 s (Artemis' default, assumed" in said["message"]
     tuned = RiskParams(timeouts_ms={"art-b": {"connection_ttl_ms": 20000.0, "zk_session_ms": 18000.0}})
     assert failover_duration(failover("artemis", 19.0, to="art-b"), g, tuned) == []
     assert failover_duration(failover("artemis", 19.0, to="art-b"), groups(("g", "Replicated")), PARAMS) == []
@@ -225,7 +231,10 @@ def test_params_from_config_take_the_ha_block_and_gc_timeouts():
     p = risk_params(cfg)
     assert p.unprotected_grace_s == 90 and p.scrape_interval_s == 2
     assert p.ha == {"art-a": {"check_for_live_server": False}}
-    assert p.timeouts_ms["art-a"] == {"connection_ttl_ms": 20000.0, "zk_session_ms": 18000.0}
+    assert p.timeouts_ms["art-a"] == {"connection_ttl_ms": 20000.0, "zk_session_ms": 18000.0, "assumed": ["zk_session_ms"]}
+    told = config_from_dict({"gc": {"zk_session_ms": 4000}, "targets": [
+        {"name": "art-a", "kind": "artemis", "url": "http://a:8161/console/jolokia"}]})
+    assert risk_params(told).timeouts_ms["art-a"]["assumed"] == ["connection_ttl_ms"]
 
 
 # --- Spark wiring -----------------------------------------------------------------------------------------------

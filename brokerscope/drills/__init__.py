@@ -32,6 +32,7 @@ DRILLS: dict[str, str] = {
     "gc-pause": "brokerscope.drills.gc_pause",
     "artemis-kill": "brokerscope.drills.artemis_kill",
     "artemis-kill-zk": "brokerscope.drills.artemis_kill",
+    "artemis-pause-zk": "brokerscope.drills.artemis_pause",
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",
     "kafka-controller-kill": "brokerscope.drills.kafka_kill",
     "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",

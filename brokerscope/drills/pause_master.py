@@ -87,17 +87,26 @@ def unanswered_runs(states: list[dict]) -> list[tuple[dict, dict | None, dict | 
     return out
 
 
+def score_pause(card: Scorecard, lh, instance: str, stop: float, cont: float, what: str) -> dict | None:
+    """The SIGSTOP..SIGCONT of `instance` as a run of its unanswered scrapes, both ends scored;
+    the run's first unanswered row (None when there was no such run: a miss)."""
+    states = [r for r in rows(lh, "broker_state") if r["instance"] == instance]
+    runs = [r for r in unanswered_runs(states) if stop - 1.0 <= epoch(r[0]["ts"]) <= cont]
+    if not card.detect(what, bool(runs), f"no unanswered scrape of {instance} in the pause"):
+        return None
+    first, _before, after = runs[0]
+    card.boundary("pause start (first unanswered scrape vs SIGSTOP)", epoch(first["ts"]), stop, lo=-0.1)
+    # a scrape sent during the pause is answered when the JVM runs again: its answer marks the end
+    answered = epoch(after["ts"]) + (after["scrape_ms"] or 0) / 1000 if after else None
+    card.boundary("pause end (first answer vs SIGCONT)", answered, cont, lo=-0.1)
+    return first
+
+
 def score(lh, truth: dict) -> Scorecard:
     card = Scorecard(NAME, truth["scrape_interval_s"])
     master, stop, cont = truth["master_before"], truth["sigstop_ts"], truth["sigcont_ts"]
-    states = [r for r in rows(lh, "broker_state") if r["instance"] == master]
-    runs = [r for r in unanswered_runs(states) if stop - 1.0 <= epoch(r[0]["ts"]) <= cont]
-    if card.detect("outage of the paused master (unanswered scrapes)", bool(runs), f"no unanswered scrape of {master} in the pause"):
-        first, _before, after = runs[0]
-        card.boundary("pause start (first unanswered scrape vs SIGSTOP)", epoch(first["ts"]), stop, lo=-0.1)
-        # a scrape sent during the pause is answered when the JVM runs again: its answer marks the end
-        answered = epoch(after["ts"]) + (after["scrape_ms"] or 0) / 1000 if after else None
-        card.boundary("pause end (first answer vs SIGCONT)", answered, cont, lo=-0.1)
+    first = score_pause(card, lh, master, stop, cont, "outage of the paused master (unanswered scrapes)")
+    if first is not None:
         card.latency("SIGSTOP → first unanswered scrape", epoch(first["ts"]) - stop)
     failovers = [f for f in rows(lh, "failover_events") if f["event_type"] != "restart"]
     windows = rows(lh, "split_brain_windows")
