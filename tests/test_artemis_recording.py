@@ -12,6 +12,10 @@ against the drill's own ground truth (kill time, the takeover log line).
     tests/fixtures/artemis/drill_replication_zk_pause.* the same pair, SIGSTOP of the primary for 3× its
                                                         4 s session (brokerscope.drills.artemis_pause):
                                                         the backup waits, the primary exits after SIGCONT
+    tests/fixtures/artemis/drill_replication_zk_quorum_loss.*  the same pair, its ensemble without quorum
+                                                        for 2× the session (brokerscope.drills.
+                                                        artemis_zk_quorum): the primary serves on, stops
+                                                        once the quorum is back; the backup takes over
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import yaml
 
 from analysis.runner import analyze
 from settings import config_from_dict
-from brokerscope.drills import artemis_kill, artemis_pause
+from brokerscope.drills import artemis_kill, artemis_pause, artemis_zk_quorum
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
 from collectors.artemis import ArtemisPack
 from collectors.recording import observation_from_envelope, read_envelopes
@@ -219,3 +223,17 @@ def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then
     assert "state unknown" in silent.text
     risks = [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "failover-duration"]
     assert risks and all("session-ms 4.0 s)" in r["message"] and "session-ms 18" not in r["message"] for r in risks)
+
+
+def test_replayed_quorum_loss_under_the_pair_is_found_with_its_cause(tmp_path_factory, spark):
+    """The ensemble without quorum for 8 s under the replication pair: the loss found within a round,
+    no split brain (the primary served on through the loss and stopped only once the quorum was
+    back and it learnt its session had expired), the backup's takeover found and caused by the
+    lost quorum or the lock it took."""
+    truth = json.loads((FIX / "drill_replication_zk_quorum_loss.truth.json").read_text())
+    lh = replayed("drill_replication_zk_quorum_loss", tmp_path_factory.mktemp("artemis-zkq"), spark)
+    card = assert_passed(artemis_zk_quorum.score(lh, truth))
+    print("\n" + card.render())
+    assert not truth["dual_active"] and truth["primary_quorum_unavailable_log_ts"] > truth["restarted_answers_ts"]
+    assert card.detected["cause: the lost quorum or the lock it took"]
+

@@ -33,6 +33,7 @@ DRILLS: dict[str, str] = {
     "artemis-kill": "brokerscope.drills.artemis_kill",
     "artemis-kill-zk": "brokerscope.drills.artemis_kill",
     "artemis-pause-zk": "brokerscope.drills.artemis_pause",
+    "artemis-zk-quorum-loss": "brokerscope.drills.artemis_zk_quorum",
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",
     "kafka-controller-kill": "brokerscope.drills.kafka_kill",
     "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",

@@ -58,6 +58,7 @@ class RoleProbe:
 
     def __init__(self, pair: ArtemisPair) -> None:
         self.pair, self.both_active, self.first_active = pair, [], {}
+        self.changes: dict[str, list[tuple[float, str]]] = {n: [] for n in pair.names}  # (time, new role)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="artemis-role-probe", daemon=True)
 
@@ -75,6 +76,8 @@ class RoleProbe:
             for name, role in roles.items():
                 if role == "active":
                     self.first_active.setdefault(name, now)
+                if not self.changes[name] or self.changes[name][-1][1] != role:
+                    self.changes[name].append((now, role))
             if all(r == "active" for r in roles.values()):
                 self.both_active.append(now)
 

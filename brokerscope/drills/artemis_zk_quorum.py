@@ -1,0 +1,144 @@
+"""artemis-zk-quorum-loss: the ZooKeeper ensemble under a real Artemis 2.40.0 replication pair
+(lock manager, session 4 s) loses its quorum — SIGKILL a follower, then the leader — for twice the
+session; then the follower is restarted and the quorum comes back.
+
+What Artemis does is recorded by every run, never assumed: whether the live primary stops when its
+lock manager loses ZooKeeper ("Quorum UNAVAILABLE"), whether its JVM exits, whether the backup
+takes the role once the quorum is back, and whether both were ever active at once (the drill's
+20 Hz console probe of both brokers).
+
+Truth: the kill and restart times, when the restarted node answers and the quorum is back (the
+ensemble probe), the primary's "Quorum UNAVAILABLE" log line and exit, the backup's AMQ221007.
+Bar: the quorum loss as in zk-quorum-loss (its zk_quorum `lost` interval within one round of the
+second kill and of the restarted node's first answer, the zk.quorum-lost finding); a split brain if
+and only if the probe saw both brokers active; when the backup took over, one failover primary →
+backup with the backup first seen within one scrape of its AMQ221007, named as caused by the lost
+quorum or the lock it took away (finding_causes).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from brokerscope.drills.artemis_kill import QUEUE, _ensemble, _zk_targets
+from brokerscope.drills.artemis_pause import SESSION_MS, RoleProbe, _wait_exit
+from brokerscope.drills.common import (Scorecard, describe_window, epoch, fresh_workdir, rows, say, settle,
+                                       start_collecting, write_truth)
+from brokerscope.drills.zk_loss import score_quorum_loss
+from infra.artemis_lab import ArtemisPair, log_times, stomp_send
+
+NAME = "artemis-zk-quorum-loss"
+SUMMARY = "the ZooKeeper ensemble under an Artemis replication pair loses its quorum for 2× the session, then regains it"
+LOSS_S = 2 * SESSION_MS / 1000
+#: the causes that explain a failover here (analysis/causes.py codes)
+QUORUM_CAUSES = {"zk.quorum-lost", "zk.lock-handover", "zk.lease-vanished", "zk.lease-count"}
+
+
+def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
+    workdir = fresh_workdir(workdir, keep)
+    truth: dict = {"drill": NAME, "topology": "replication-zk", "scrape_interval_s": interval,
+                   "zk_session_ms": SESSION_MS, "loss_s": LOSS_S}
+    zk = _ensemble(workdir, "replication-zk")
+    try:
+        pair = ArtemisPair(workdir / "lab", "replication-zk", zk_connect=zk.connect_string, zk_session_ms=SESSION_MS)
+        try:
+            _drive(pair, zk, workdir, interval, truth, _zk_targets(zk, pair))
+        finally:
+            pair.stop()
+    finally:
+        zk.stop()
+    _truth_from_logs(pair, truth)
+    write_truth(workdir, truth)
+    return workdir / "brokerscope.yaml", truth
+
+
+def _drive(pair: ArtemisPair, zk, workdir: Path, interval: float, truth: dict, zk_targets: list[dict]) -> None:
+    primary, backup = pair.names
+    say(f"starting Artemis replication pair (ZooKeeper lock manager, session {SESSION_MS} ms): "
+        f"{primary} primary, {backup} backup")
+    pair.start(timeout=120)
+    truth["master_before"], truth["new_master"] = primary, backup
+    truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
+    targets = [pair.target(n, gc={"zk_session_ms": SESSION_MS}) for n in pair.names]
+    # every ensemble member is watched here, so the rounds see the quorum from all three
+    cfg_path, col = start_collecting(workdir, targets + zk_targets, interval)
+    settle(interval)
+    truth["sent_before"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
+                                      login="admin", passcode=pair.admin_password)
+    settle(interval)
+    with RoleProbe(pair) as probe:
+        probe.first_active.clear()
+        leader = zk.leader()
+        follower = next(n for n in zk.names if n != leader)
+        truth["zk_leader_before"] = leader
+        truth["kill1_ts"], truth["killed1"] = zk.kill(follower), follower
+        say(f"SIGKILL ZooKeeper follower {follower}: 2 of 3 left, quorum kept")
+        time.sleep(2.0)
+        truth["kill2_ts"], truth["killed2"] = zk.kill(leader), leader
+        say(f"SIGKILL ZooKeeper leader {leader}: 1 of 3 left, quorum lost for {LOSS_S:g} s (2× the session)")
+        time.sleep(LOSS_S)
+        truth["restart_ts"] = time.time()
+        zk.start_node(follower, wait=False)
+        truth["restarted_answers_ts"] = zk.wait_for(follower, lambda m: m != "down", 60, "to answer after its restart")
+        truth["zk_leader_after"] = zk.wait_for_quorum(60)
+        truth["quorum_back_seen_ts"] = time.time()
+        say(f"restarted {follower}: quorum back, {truth['zk_leader_after']} leads")
+        truth["takeover_seen_ts"] = _wait_active(pair, backup, timeout=30)
+        say(f"{backup} " + ("is active" if truth["takeover_seen_ts"] else "did not become active within 30 s"))
+        truth["primary_exit_ts"] = _wait_exit(truth["node_pids"][primary], timeout=5)
+        settle(interval, 4, 2.0)
+    truth["roles_after"] = pair.roles()
+    truth["role_changes"] = {n: [[round(t, 3), r] for t, r in ch] for n, ch in probe.changes.items()}
+    truth["both_active_seen"] = [min(probe.both_active), max(probe.both_active)] if probe.both_active else None
+    truth["dual_active"] = bool(probe.both_active)
+    truth["collector"] = col.stop().summary()
+    say(f"collector stopped: {truth['collector']}; roles now {truth['roles_after']}")
+
+
+def _wait_active(pair: ArtemisPair, name: str, timeout: float) -> float | None:
+    try:
+        return pair.wait_for_role(name, "active", timeout=timeout)
+    except Exception:  # noqa: BLE001 - a backup that never activates is an outcome to record, not an error
+        return None
+
+
+def _truth_from_logs(pair: ArtemisPair, truth: dict) -> None:
+    primary, backup = pair.names
+    found = log_times(pair.broker_log(backup), "AMQ221007", truth["kill2_ts"])
+    truth["takeover_log_ts"], truth["takeover_log_line"] = found[0] if found else (None, None)
+    quorum = log_times(pair.broker_log(primary), "Quorum UNAVAILABLE", truth["kill2_ts"])
+    truth["primary_quorum_unavailable_log_ts"] = quorum[0][0] if quorum else None
+
+
+def score(lh, truth: dict) -> Scorecard:
+    card = score_quorum_loss(lh, truth)
+    old, new = truth["master_before"], truth["new_master"]
+    windows = rows(lh, "split_brain_windows")
+    if truth["dual_active"]:
+        card.detect("split brain", bool(windows), "the probe saw both brokers active")
+    else:
+        card.expect_none("split brain", windows, describe_window)
+    moves = [e for e in rows(lh, "failover_events") if e["event_type"] == "failover"]
+    took_over = truth["takeover_log_ts"] or truth["takeover_seen_ts"]
+    if took_over:
+        ev = [e for e in moves if (e["from_instance"], e["to_instance"]) == (old, new)]
+        if card.detect("failover", len(ev) == 1, f"no single failover {old} → {new} in {moves}"):
+            card.boundary("backup first active (vs its AMQ221007)", epoch(ev[0]["new_first_active"]), took_over, lo=-0.1)
+            causes = {c["cause_code"] for c in rows(lh, "finding_causes") if c["effect_id"] == ev[0]["event_id"]}
+            card.detect("cause: the lost quorum or the lock it took", bool(causes & QUORUM_CAUSES),
+                        f"causes named: {sorted(causes)}")
+    else:
+        card.expect_none("failover", moves, lambda e: f"{e['from_instance']} → {e['to_instance']}")
+    stopped = truth["primary_quorum_unavailable_log_ts"]
+    card.facts["primary logged Quorum UNAVAILABLE after the second kill (s)"] = (
+        round(stopped - truth["kill2_ts"], 3) if stopped else None)
+    card.facts["backup active after the quorum came back (s)"] = (
+        round(took_over - truth["quorum_back_seen_ts"], 3) if took_over else None)
+    card.facts["primary JVM exited"] = truth["primary_exit_ts"] is not None
+    card.facts["primary's roles (probe, s after the second kill)"] = [
+        (round(t - truth["kill2_ts"], 2), r) for t, r in truth["role_changes"][old]]
+    card.facts["backup's roles (probe, s after the second kill)"] = [
+        (round(t - truth["kill2_ts"], 2), r) for t, r in truth["role_changes"][new]]
+    card.facts["roles after"] = truth["roles_after"]
+    return card
