@@ -254,8 +254,11 @@ def ensemble_rounds(pdf: pd.DataFrame, members: int = 0, scrape_interval_s: floa
     servers seen and the reported quorum_size."""
     pdf = pdf.sort_values(["ts", "instance"], kind="stable").reset_index(drop=True)
     pdf["ts"] = pd.to_datetime(pdf["ts"], utc=True).dt.tz_localize(None)
-    pdf["last_election_ms"] = pdf.groupby("instance", group_keys=False)[["elections", "election_time_sum_ms"]] \
-        .apply(last_election_ms)
+    # one Series per server, concatenated (groupby.apply of a Series-returning function turns into a
+    # wide DataFrame when there is a single group: an ensemble watched through one member)
+    pdf["last_election_ms"] = pd.concat(
+        [last_election_ms(g) for _, g in pdf.groupby("instance", sort=False)[["elections", "election_time_sum_ms"]]]
+    ) if len(pdf) else pd.Series(dtype=float)
     ensemble = pdf["ensemble"].iloc[0]
     pdf["_round"] = round_ids(pdf["ts"].to_numpy(), pdf["instance"].to_numpy(), scrape_cadence(pdf, scrape_interval_s))
     hole = np.timedelta64(int(min(hole_s, 1e9) * 1e9), "ns")

@@ -234,3 +234,13 @@ def test_timeline_entries_for_elections_quorum_and_locks():
     assert "election: b leads (epoch 2); a (epoch 1) stopped answering between 01:00:01.0 and 01:00:01.5 — took ≤ 0.80 s, ≥ 0.30 s; ZooKeeper measured 450 ms" in text
     assert "quorum back: c leads (epoch 3) after 4.60 s without quorum" in text
     assert "QUORUM LOST: ensemble ens" in text and "(lost between 01:00:04.5 and 01:00:05.0)" in text
+
+
+def test_an_ensemble_watched_through_one_member_has_rounds():
+    """One server's rows only (a site that monitors its ensemble through one member): pandas turns
+    a one-group groupby.apply into a wide frame — the rounds must still come, with its election time."""
+    states = frame([server(i, "a", "leader", epoch=1, synced=2, leader_uptime=300, elections=1 if i < 2 else 2,
+                           election_sum=250 if i < 2 else 650) for i in range(4)])
+    rounds = ensemble_rounds(states, members=3)
+    assert len(rounds) == 4 and set(rounds["leader"]) == {"a"}
+    assert list(rounds["leader_election_ms"]) == [250.0, 250.0, 400.0, 400.0]
