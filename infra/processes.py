@@ -233,15 +233,20 @@ class LabProcesses:
         return proc, started
 
     def _wait_state(self, name: str, state: Callable[[float], S], pred: Callable[[S], bool], timeout: float,
-                    what: str, *, log: Path, every: float, down: Any = "down", timeout_log: Path | None = None) -> float:
-        """Poll ``state(seconds left)`` every ``every`` s until ``pred`` holds; time.time() when first seen.
-        Fails at once when the JVM exits (unless ``down`` is what is awaited, ``log``'s tail tells why),
-        else after ``timeout`` (with the tail of ``timeout_log``, default ``log``)."""
+                    what: str, *, log: Path, every: float, down: Any = "down", timeout_log: Path | None = None,
+                    stamp: str = "seen") -> float:
+        """Poll ``state(seconds left)`` every ``every`` s until ``pred`` holds; time.time() when first seen
+        (``stamp="seen"``: the answer was in) or when the poll that saw it was asked (``"asked"``: the
+        time a scrape is stamped with — a JVM still starting can take a second to answer a request
+        its socket already accepted). Fails at once when the JVM exits (unless ``down`` is what is
+        awaited, ``log``'s tail tells why), else after ``timeout`` (with the tail of ``timeout_log``,
+        default ``log``)."""
         deadline = time.monotonic() + timeout
         while True:
+            asked = time.time()
             last = state(deadline - time.monotonic())
             if pred(last):
-                return time.time()
+                return asked if stamp == "asked" else time.time()
             proc = self._procs.get(name)
             if proc is not None and proc.poll() is not None and not pred(down):
                 raise LabError(f"{self.kind} {name} exited with code {proc.returncode} while waiting {what}.\n"

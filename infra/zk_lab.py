@@ -268,10 +268,13 @@ class ZkEnsemble(LabProcesses):
         modes = self.modes()
         return only_one(modes, modes.__getitem__, "leader")
 
-    def wait_for(self, name: str, pred: Callable[[Mode], bool], timeout: float, what: str) -> float:
-        """Poll (every 20 ms) until `pred(mode(name))`; returns time.time() when first seen."""
-        return self._wait_state(name, lambda _: self.mode(name, timeout=0.5), pred, timeout, what,
-                                log=self.workdir / name / "node.log", every=0.02)
+    def wait_for(self, name: str, pred: Callable[[Mode], bool], timeout: float, what: str, *,
+                 stamp: str = "seen", answer_timeout: float = 0.5) -> float:
+        """Poll (every 20 ms) until `pred(mode(name))`; returns time.time() when first seen, or with
+        stamp="asked" when the poll that saw it was sent (how the collector stamps a scrape; give
+        `answer_timeout` room for a JVM that accepts a connection a second before it answers)."""
+        return self._wait_state(name, lambda _: self.mode(name, timeout=answer_timeout), pred, timeout, what,
+                                log=self.workdir / name / "node.log", every=0.02, stamp=stamp)
 
     def wait_for_leader(self, timeout: float = 30, exclude: set[str] = frozenset()) -> tuple[str, float]:
         """Poll until some node outside `exclude` reports Mode: leader; (name, time.time() seen)."""

@@ -25,7 +25,7 @@ from brokerscope.drills.artemis_kill import QUEUE, _ensemble, _zk_targets
 from brokerscope.drills.artemis_pause import SESSION_MS, RoleProbe, _wait_exit
 from brokerscope.drills.common import (Scorecard, describe_window, epoch, fresh_workdir, rows, say, settle,
                                        start_collecting, write_truth)
-from brokerscope.drills.zk_loss import score_quorum_loss
+from brokerscope.drills.zk_loss import restore_quorum, score_quorum_loss
 from infra.artemis_lab import ArtemisPair, log_times, stomp_send
 
 NAME = "artemis-zk-quorum-loss"
@@ -78,12 +78,7 @@ def _drive(pair: ArtemisPair, zk, workdir: Path, interval: float, truth: dict, z
         truth["kill2_ts"], truth["killed2"] = zk.kill(leader), leader
         say(f"SIGKILL ZooKeeper leader {leader}: 1 of 3 left, quorum lost for {LOSS_S:g} s (2× the session)")
         time.sleep(LOSS_S)
-        truth["restart_ts"] = time.time()
-        zk.start_node(follower, wait=False)
-        truth["restarted_answers_ts"] = zk.wait_for(follower, lambda m: m != "down", 60, "to answer after its restart")
-        truth["zk_leader_after"] = zk.wait_for_quorum(60)
-        truth["quorum_back_seen_ts"] = time.time()
-        say(f"restarted {follower}: quorum back, {truth['zk_leader_after']} leads")
+        restore_quorum(zk, follower, truth)
         truth["takeover_seen_ts"] = _wait_active(pair, backup, timeout=30)
         say(f"{backup} " + ("is active" if truth["takeover_seen_ts"] else "did not become active within 30 s"))
         truth["primary_exit_ts"] = _wait_exit(truth["node_pids"][primary], timeout=5)
