@@ -12,6 +12,9 @@ against the drill's own ground truth (kill time, the takeover log line).
     tests/fixtures/artemis/drill_replication_zk_pause.* the same pair, SIGSTOP of the primary for 3× its
                                                         4 s session (brokerscope.drills.artemis_pause):
                                                         the backup waits, the primary exits after SIGCONT
+    tests/fixtures/artemis/drill_shared_store_clients.* a STOMP producer and consumer failing over with
+                                                        the shared-store pair (brokerscope.drills.
+                                                        artemis_clients): Jepsen counts, connections
     tests/fixtures/artemis/drill_replication_zk_quorum_loss.*  the same pair, its ensemble without quorum
                                                         for 2× the session (brokerscope.drills.
                                                         artemis_zk_quorum): the primary serves on, stops
@@ -28,7 +31,7 @@ import yaml
 
 from analysis.runner import analyze
 from settings import config_from_dict
-from brokerscope.drills import artemis_kill, artemis_pause, artemis_zk_quorum
+from brokerscope.drills import artemis_clients, artemis_kill, artemis_pause, artemis_zk_quorum
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
 from collectors.artemis import ArtemisPack
 from collectors.recording import observation_from_envelope, read_envelopes
@@ -236,4 +239,17 @@ def test_replayed_quorum_loss_under_the_pair_is_found_with_its_cause(tmp_path_fa
     print("\n" + card.render())
     assert not truth["dual_active"] and truth["primary_quorum_unavailable_log_ts"] > truth["restarted_answers_ts"]
     assert card.detected["cause: the lost quorum or the lock it took"]
+
+
+def test_replayed_failover_with_real_clients_loses_nothing_and_sees_them_move(tmp_path_factory, spark):
+    """A producer (50 persistent msg/s, each waiting for its RECEIPT) and a consumer failing over with
+    the shared-store pair: nothing acknowledged was lost or duplicated, and brokerscope's first scrape
+    of the backup with both clients connected lies within one scrape of when they dialled it."""
+    truth = json.loads((FIX / "drill_shared_store_clients.truth.json").read_text())
+    lh = replayed("drill_shared_store_clients", tmp_path_factory.mktemp("artemis-clients"), spark)
+    card = assert_passed(artemis_clients.score(lh, truth))
+    print("\n" + card.render())
+    ledger = truth["ledger"]
+    assert ledger["acked"] > 250 and ledger["lost"] == [] and ledger["distinct_received"] == ledger["acked"]
+    assert len(truth["clients"]["failover-producer"]) == 2  # the primary, then the backup
 

@@ -34,6 +34,7 @@ DRILLS: dict[str, str] = {
     "artemis-kill-zk": "brokerscope.drills.artemis_kill",
     "artemis-pause-zk": "brokerscope.drills.artemis_pause",
     "artemis-zk-quorum-loss": "brokerscope.drills.artemis_zk_quorum",
+    "artemis-clients": "brokerscope.drills.artemis_clients",
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",
     "kafka-controller-kill": "brokerscope.drills.kafka_kill",
     "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",

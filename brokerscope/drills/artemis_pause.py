@@ -47,7 +47,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
             pair.stop()
     finally:
         zk.stop()
-    _truth_from_logs(pair, truth)
+    truth_from_logs(pair, truth, truth["sigstop_ts"])
     write_truth(workdir, truth)
     return workdir / "brokerscope.yaml", truth
 
@@ -82,7 +82,9 @@ class RoleProbe:
                 self.both_active.append(now)
 
 
-def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra_targets: list[dict]) -> None:
+def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra_targets: list[dict]):
+    """Start the replication pair, collect it (and `extra_targets`), send 20 messages to the primary;
+    the collector. Truth: master_before, new_master, node_pids, sent_before."""
     primary, backup = pair.names
     say(f"starting Artemis replication pair (ZooKeeper lock manager, session {SESSION_MS} ms): "
         f"{primary} primary, {backup} backup")
@@ -91,11 +93,17 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra
     truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
     # the lock manager's session as configured, so findings use it rather than assume Artemis' default
     targets = [pair.target(n, gc={"zk_session_ms": SESSION_MS}) for n in pair.names]
-    cfg_path, col = start_collecting(workdir, targets + extra_targets, interval)
+    _cfg_path, col = start_collecting(workdir, targets + extra_targets, interval)
     settle(interval)
-    truth["sent_before_pause"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
-                                            login="admin", passcode=pair.admin_password)
+    truth["sent_before"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
+                                      login="admin", passcode=pair.admin_password)
     settle(interval)
+    return col
+
+
+def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra_targets: list[dict]) -> None:
+    primary, backup = pair.names
+    col = start_pair_collecting(pair, workdir, interval, truth, extra_targets)
     with RoleProbe(pair) as probe:
         probe.first_active.clear()
         truth["sigstop_ts"] = time.time()
@@ -129,12 +137,22 @@ def _wait_exit(pid: int, timeout: float) -> float | None:
     return None
 
 
-def _truth_from_logs(pair: ArtemisPair, truth: dict) -> None:
+def truth_from_logs(pair: ArtemisPair, truth: dict, since: float) -> None:
+    """The backup's first AMQ221007 and the primary's first "Quorum UNAVAILABLE" after `since`."""
     primary, backup = pair.names
-    found = log_times(pair.broker_log(backup), "AMQ221007", truth["sigstop_ts"])
+    found = log_times(pair.broker_log(backup), "AMQ221007", since)
     truth["takeover_log_ts"], truth["takeover_log_line"] = found[0] if found else (None, None)
-    quorum = log_times(pair.broker_log(primary), "Quorum UNAVAILABLE", truth["sigstop_ts"])
+    quorum = log_times(pair.broker_log(primary), "Quorum UNAVAILABLE", since)
     truth["primary_quorum_unavailable_log_ts"] = quorum[0][0] if quorum else None
+
+
+def score_split_brain(card: Scorecard, lh, truth: dict) -> None:
+    """A split brain found if and only if the drill's probe saw both brokers active."""
+    windows = rows(lh, "split_brain_windows")
+    if truth["dual_active"]:
+        card.detect("split brain", bool(windows), "the probe saw both brokers active")
+    else:
+        card.expect_none("split brain", windows, describe_window)
 
 
 def score(lh, truth: dict) -> Scorecard:
@@ -142,11 +160,7 @@ def score(lh, truth: dict) -> Scorecard:
     old, new = truth["master_before"], truth["new_master"]
     stop, cont = truth["sigstop_ts"], truth["sigcont_ts"]
     score_pause(card, lh, old, stop, cont, "the frozen primary (unanswered scrapes)")
-    windows = rows(lh, "split_brain_windows")
-    if truth["dual_active"]:
-        card.detect("split brain", bool(windows), "the probe saw both brokers active")
-    else:
-        card.expect_none("split brain", windows, describe_window)
+    score_split_brain(card, lh, truth)
     moves = [e for e in rows(lh, "failover_events") if e["event_type"] == "failover"]
     ev = [e for e in moves if (e["from_instance"], e["to_instance"]) == (old, new)]
     if card.detect("failover", len(ev) == 1, f"no single failover {old} → {new} in {moves}"):

@@ -18,15 +18,15 @@ quorum or the lock it took away (finding_causes).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from brokerscope.drills.artemis_kill import QUEUE, _ensemble, _zk_targets
-from brokerscope.drills.artemis_pause import SESSION_MS, RoleProbe, _wait_exit
-from brokerscope.drills.common import (Scorecard, describe_window, epoch, fresh_workdir, rows, say, settle,
-                                       start_collecting, write_truth)
-from brokerscope.drills.zk_loss import restore_quorum, score_quorum_loss
-from infra.artemis_lab import ArtemisPair, log_times, stomp_send
+from brokerscope.drills.artemis_kill import _ensemble, _zk_targets
+from brokerscope.drills.artemis_pause import (SESSION_MS, RoleProbe, _wait_exit, score_split_brain,
+                                               start_pair_collecting, truth_from_logs)
+from brokerscope.drills.common import (Scorecard, epoch, fresh_workdir, rows, say, settle,
+                                       write_truth)
+from brokerscope.drills.zk_loss import lose_quorum, score_quorum_loss
+from infra.artemis_lab import ArtemisPair
 
 NAME = "artemis-zk-quorum-loss"
 SUMMARY = "the ZooKeeper ensemble under an Artemis replication pair loses its quorum for 2× the session, then regains it"
@@ -48,37 +48,18 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
             pair.stop()
     finally:
         zk.stop()
-    _truth_from_logs(pair, truth)
+    truth_from_logs(pair, truth, truth["kill2_ts"])
     write_truth(workdir, truth)
     return workdir / "brokerscope.yaml", truth
 
 
 def _drive(pair: ArtemisPair, zk, workdir: Path, interval: float, truth: dict, zk_targets: list[dict]) -> None:
     primary, backup = pair.names
-    say(f"starting Artemis replication pair (ZooKeeper lock manager, session {SESSION_MS} ms): "
-        f"{primary} primary, {backup} backup")
-    pair.start(timeout=120)
-    truth["master_before"], truth["new_master"] = primary, backup
-    truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
-    targets = [pair.target(n, gc={"zk_session_ms": SESSION_MS}) for n in pair.names]
     # every ensemble member is watched here, so the rounds see the quorum from all three
-    cfg_path, col = start_collecting(workdir, targets + zk_targets, interval)
-    settle(interval)
-    truth["sent_before"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
-                                      login="admin", passcode=pair.admin_password)
-    settle(interval)
+    col = start_pair_collecting(pair, workdir, interval, truth, zk_targets)
     with RoleProbe(pair) as probe:
         probe.first_active.clear()
-        leader = zk.leader()
-        follower = next(n for n in zk.names if n != leader)
-        truth["zk_leader_before"] = leader
-        truth["kill1_ts"], truth["killed1"] = zk.kill(follower), follower
-        say(f"SIGKILL ZooKeeper follower {follower}: 2 of 3 left, quorum kept")
-        time.sleep(2.0)
-        truth["kill2_ts"], truth["killed2"] = zk.kill(leader), leader
-        say(f"SIGKILL ZooKeeper leader {leader}: 1 of 3 left, quorum lost for {LOSS_S:g} s (2× the session)")
-        time.sleep(LOSS_S)
-        restore_quorum(zk, follower, truth)
+        lose_quorum(zk, truth, hold_s=LOSS_S)
         truth["takeover_seen_ts"] = _wait_active(pair, backup, timeout=30)
         say(f"{backup} " + ("is active" if truth["takeover_seen_ts"] else "did not become active within 30 s"))
         truth["primary_exit_ts"] = _wait_exit(truth["node_pids"][primary], timeout=5)
@@ -98,22 +79,10 @@ def _wait_active(pair: ArtemisPair, name: str, timeout: float) -> float | None:
         return None
 
 
-def _truth_from_logs(pair: ArtemisPair, truth: dict) -> None:
-    primary, backup = pair.names
-    found = log_times(pair.broker_log(backup), "AMQ221007", truth["kill2_ts"])
-    truth["takeover_log_ts"], truth["takeover_log_line"] = found[0] if found else (None, None)
-    quorum = log_times(pair.broker_log(primary), "Quorum UNAVAILABLE", truth["kill2_ts"])
-    truth["primary_quorum_unavailable_log_ts"] = quorum[0][0] if quorum else None
-
-
 def score(lh, truth: dict) -> Scorecard:
     card = score_quorum_loss(lh, truth)
     old, new = truth["master_before"], truth["new_master"]
-    windows = rows(lh, "split_brain_windows")
-    if truth["dual_active"]:
-        card.detect("split brain", bool(windows), "the probe saw both brokers active")
-    else:
-        card.expect_none("split brain", windows, describe_window)
+    score_split_brain(card, lh, truth)
     moves = [e for e in rows(lh, "failover_events") if e["event_type"] == "failover"]
     took_over = truth["takeover_log_ts"] or truth["takeover_seen_ts"]
     if took_over:

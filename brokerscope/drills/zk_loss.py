@@ -64,7 +64,8 @@ def lose_leader(zk, truth: dict) -> None:
     say(f"{truth['new_leader']} leads")
 
 
-def lose_quorum(zk, truth: dict) -> None:
+def lose_quorum(zk, truth: dict, hold_s: float = 4.0) -> None:
+    """SIGKILL a follower, then the leader (1 of 3 left: no quorum), wait `hold_s`, restart the follower."""
     leader = zk.leader()
     if leader is None:
         raise RuntimeError(f"no leader before the kills: {zk.modes()}")
@@ -74,8 +75,8 @@ def lose_quorum(zk, truth: dict) -> None:
     say(f"SIGKILL follower {follower}: 2 of 3 left, quorum kept")
     time.sleep(2.0)
     truth["kill2_ts"], truth["killed2"] = zk.kill(leader), leader
-    say(f"SIGKILL leader {leader}: 1 of 3 left, quorum lost")
-    time.sleep(4.0)
+    say(f"SIGKILL leader {leader}: 1 of 3 left, quorum lost for {hold_s:g} s")
+    time.sleep(hold_s)
     restore_quorum(zk, follower, truth)
 
 
