@@ -9,16 +9,7 @@ against the drill's own ground truth (kill time, the takeover log line).
                                                         primary → AMQ221037/AMQ221007 once its session
                                                         expired; restart → resync, failback (AMQ221039);
                                                         with the ensemble member holding the lock watch
-    tests/fixtures/artemis/drill_replication_zk_pause.* the same pair, SIGSTOP of the primary for 3× its
-                                                        4 s session (brokerscope.drills.artemis_pause):
-                                                        the backup waits, the primary exits after SIGCONT
-    tests/fixtures/artemis/drill_shared_store_clients.* a STOMP producer and consumer failing over with
-                                                        the shared-store pair (brokerscope.drills.
-                                                        artemis_clients): Jepsen counts, connections
-    tests/fixtures/artemis/drill_replication_zk_quorum_loss.*  the same pair, its ensemble without quorum
-                                                        for 2× the session (brokerscope.drills.
-                                                        artemis_zk_quorum): the primary serves on, stops
-                                                        once the quorum is back; the backup takes over
+    (the other Artemis drill recordings: tests/test_artemis_drill_replays.py)
 """
 
 from __future__ import annotations
@@ -31,13 +22,13 @@ import yaml
 
 from analysis.runner import analyze
 from settings import config_from_dict
-from brokerscope.drills import artemis_clients, artemis_kill, artemis_pause, artemis_zk_quorum
-from brokerscope.timeline import STATE_COLUMNS, build_timeline
+from brokerscope.drills import artemis_kill
 from collectors.artemis import ArtemisPack
 from collectors.recording import observation_from_envelope, read_envelopes
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
 from tests.drill_checks import assert_passed
+from tests.test_artemis_drill_replays import replayed
 
 FIX = Path(__file__).parent / "fixtures" / "artemis"
 PACK = ArtemisPack()
@@ -155,16 +146,6 @@ def test_replication_pair_sequence_sync_and_takeover_as_the_pack_reads_them():
     assert b[-1][1]["role"] == "backup"
 
 
-def replayed(stem: str, where: Path, spark) -> Lakehouse:
-    """tests/fixtures/artemis/<stem>.jsonl.gz replayed with its config into a fresh lakehouse, analysed."""
-    data = yaml.safe_load((FIX / f"{stem}.yaml").read_text())
-    data["lakehouse"] = str(where / "lh")
-    cfg = config_from_dict(data)
-    assert replay(cfg, FIX / f"{stem}.jsonl.gz").new_rows > 0
-    analyze(cfg, spark=spark)
-    return Lakehouse(cfg.lakehouse_root())
-
-
 def test_replayed_replication_kill_is_found_and_zookeeper_agrees(tmp_path_factory, spark):
     lh = replayed("drill_replication_zk_kill", tmp_path_factory.mktemp("artemis-zk"), spark)
     card = assert_passed(artemis_kill.score(lh, REPL_TRUTH))
@@ -205,51 +186,3 @@ def test_a_candidates_lease_inside_the_mutex_is_not_a_second_holder():
     assert [lease.get("contending", False) for lease in json.loads(facts["leases_json"])] == [False, True]
     del nodes[f"{root}/locks/locks/{mutex}"]  # without the mutex owner: two holders, as before
     assert lease_facts(nodes, root)["lease_count"] == 2
-
-
-
-def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then_a_failover(tmp_path_factory, spark):
-    """SIGSTOP of the primary for 12 s (3× its 4 s session): the drill's bar on the replay, the
-    timeline says the live answered nothing for the pause (the failover's outage bound, ≤ 1.2 s,
-    is about the role: the frozen primary answered `Active` once after SIGCONT), and the advice
-    uses the configured session-ms, not Artemis' default."""
-    truth = json.loads((FIX / "drill_replication_zk_pause.truth.json").read_text())
-    lh = replayed("drill_replication_zk_pause", tmp_path_factory.mktemp("artemis-pause"), spark)
-    card = assert_passed(artemis_pause.score(lh, truth))
-    print("\n" + card.render())
-    assert not truth["dual_active"] and not truth["backup_active_during_pause"]
-    entries = build_timeline(lh.read("role_intervals"), lh.read("failover_events"), lh.read("split_brain_windows"),
-                             lh.read("broker_state", columns=STATE_COLUMNS))
-    (silent,) = [e for e in entries if e.what == "silent-while-active"]
-    assert silent.instance == "art-a" and abs(silent.ts.timestamp() - truth["sigstop_ts"]) <= truth["scrape_interval_s"]
-    assert silent.facts["until"].timestamp() <= truth["sigcont_ts"] and silent.facts["scrapes"] >= 10
-    assert "state unknown" in silent.text
-    risks = [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "failover-duration"]
-    assert risks and all("session-ms 4.0 s)" in r["message"] and "session-ms 18" not in r["message"] for r in risks)
-
-
-def test_replayed_quorum_loss_under_the_pair_is_found_with_its_cause(tmp_path_factory, spark):
-    """The ensemble without quorum for 8 s under the replication pair: the loss found within a round,
-    no split brain (the primary served on through the loss and stopped only once the quorum was
-    back and it learnt its session had expired), the backup's takeover found and caused by the
-    lost quorum or the lock it took."""
-    truth = json.loads((FIX / "drill_replication_zk_quorum_loss.truth.json").read_text())
-    lh = replayed("drill_replication_zk_quorum_loss", tmp_path_factory.mktemp("artemis-zkq"), spark)
-    card = assert_passed(artemis_zk_quorum.score(lh, truth))
-    print("\n" + card.render())
-    assert not truth["dual_active"] and truth["primary_quorum_unavailable_log_ts"] > truth["restarted_answers_ts"]
-    assert card.detected["cause: the lost quorum or the lock it took"]
-
-
-def test_replayed_failover_with_real_clients_loses_nothing_and_sees_them_move(tmp_path_factory, spark):
-    """A producer (50 persistent msg/s, each waiting for its RECEIPT) and a consumer failing over with
-    the shared-store pair: nothing acknowledged was lost or duplicated, and brokerscope's first scrape
-    of the backup with both clients connected lies within one scrape of when they dialled it."""
-    truth = json.loads((FIX / "drill_shared_store_clients.truth.json").read_text())
-    lh = replayed("drill_shared_store_clients", tmp_path_factory.mktemp("artemis-clients"), spark)
-    card = assert_passed(artemis_clients.score(lh, truth))
-    print("\n" + card.render())
-    ledger = truth["ledger"]
-    assert ledger["acked"] > 250 and ledger["lost"] == [] and ledger["distinct_received"] == ledger["acked"]
-    assert len(truth["clients"]["failover-producer"]) == 2  # the primary, then the backup
-
