@@ -34,6 +34,13 @@ log = logging.getLogger("brokerscope.collect")
 STOP_GRACE_S = 1.0  # at a stop, how long a scrape in flight may take to land before it is cancelled
 
 
+
+def scrape_timeout(target_timeout: float, interval: float) -> float:
+    """How long one scrape of a target may take. As Prometheus: up to the interval (never less than
+    1 s, so a busy JVM is not declared unknown too eagerly); a late scrape skips ticks instead of
+    piling up — so a hanging target is scraped every max(interval, 1 s), not every interval."""
+    return min(target_timeout, max(interval, 1.0))
+
 class Collector:
     def __init__(
         self,
@@ -125,9 +132,7 @@ class Collector:
             username=t.username,
             password=t.password(),
             origin=t.effective_origin,
-            # As Prometheus: a scrape may take up to the interval (never less than 1 s, so a busy
-            # JVM is not declared unknown too eagerly); a late scrape skips ticks instead of piling up.
-            timeout=min(t.timeout, max(self.config.scrape_interval, 1.0)),
+            timeout=scrape_timeout(t.timeout, self.config.scrape_interval),
             retries=1,
             backoff=min(0.1, self.config.scrape_interval / 10),
             verify=verify,
