@@ -71,19 +71,22 @@ class Undisturbed(dict):
     """Each recording's undisturbed findings, analysed the first time a test asks for them (under
     xdist a worker analyses only the recordings whose tests it runs: see `by_recording`)."""
 
-    def __init__(self, tmp_path_factory, spark):
+    def __init__(self, tmp_path_factory, spark, request):
         super().__init__()
-        self._tmp, self._spark = tmp_path_factory, spark
+        self._tmp, self._spark, self._request = tmp_path_factory, spark, request
 
     def __missing__(self, name: str) -> dict[str, list[dict]]:
         rec = next(r for r in RECORDINGS if r.name == name)
-        self[name] = analysed(rec, perturb.read(rec.path), self._tmp.mktemp(rec.name), self._spark)
+        if rec.path == FIX / "drill_kill_master.jsonl.gz":  # the session's analysed drill (tests/conftest.py): the same
+            self[name] = findings(Lakehouse(self._request.getfixturevalue("analysed_kill_master").root))
+        else:
+            self[name] = analysed(rec, perturb.read(rec.path), self._tmp.mktemp(rec.name), self._spark)
         return self[name]
 
 
 @pytest.fixture(scope="module")
-def undisturbed(tmp_path_factory, spark):
-    return Undisturbed(tmp_path_factory, spark)
+def undisturbed(tmp_path_factory, spark, request):
+    return Undisturbed(tmp_path_factory, spark, request)
 
 
 def by_recording(rec: Recording) -> str:
