@@ -35,19 +35,27 @@ PAUSE_S = 3 * SESSION_MS / 1000
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
+    return run_on_replication_pair(workdir, interval, keep, {"drill": NAME, "pause_s": PAUSE_S},
+                                   lambda pair, zk, wd, truth: _drive(pair, wd, interval, truth, _zk_targets(zk, pair)),
+                                   fault_ts="sigstop_ts")
+
+
+def run_on_replication_pair(workdir: Path, interval: float, keep: bool, truth: dict, drive, fault_ts: str):
+    """A drill on a fresh replication pair (lock manager, session SESSION_MS) and its 3-node ensemble:
+    `drive(pair, zk, workdir, truth)`, everything stopped by PID, then the log truth after
+    truth[fault_ts]; returns (config path, ground truth)."""
     workdir = fresh_workdir(workdir, keep)
-    truth: dict = {"drill": NAME, "topology": "replication-zk", "scrape_interval_s": interval,
-                   "zk_session_ms": SESSION_MS, "pause_s": PAUSE_S}
+    truth = {"topology": "replication-zk", "scrape_interval_s": interval, "zk_session_ms": SESSION_MS, **truth}
     zk = _ensemble(workdir, "replication-zk")
     try:
         pair = ArtemisPair(workdir / "lab", "replication-zk", zk_connect=zk.connect_string, zk_session_ms=SESSION_MS)
         try:
-            _drive(pair, workdir, interval, truth, _zk_targets(zk, pair))
+            drive(pair, zk, workdir, truth)
         finally:
             pair.stop()
     finally:
         zk.stop()
-    truth_from_logs(pair, truth, truth["sigstop_ts"])
+    truth_from_logs(pair, truth, truth[fault_ts])
     write_truth(workdir, truth)
     return workdir / "brokerscope.yaml", truth
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerscope.drills.artemis_kill import _ensemble, _zk_targets
+from brokerscope.drills.artemis_kill import _zk_targets
 from brokerscope.drills.artemis_pause import (SESSION_MS, RoleProbe, _wait_exit, score_split_brain,
-                                               start_pair_collecting, truth_from_logs)
-from brokerscope.drills.common import (Scorecard, epoch, fresh_workdir, rows, say, settle,
-                                       write_truth)
+                                               run_on_replication_pair, start_pair_collecting)
+from brokerscope.drills.common import (Scorecard, epoch, rows, say, settle)
 from brokerscope.drills.zk_loss import lose_quorum, score_quorum_loss
 from infra.artemis_lab import ArtemisPair
 
@@ -36,21 +35,9 @@ QUORUM_CAUSES = {"zk.quorum-lost", "zk.lock-handover", "zk.lease-vanished", "zk.
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
-    workdir = fresh_workdir(workdir, keep)
-    truth: dict = {"drill": NAME, "topology": "replication-zk", "scrape_interval_s": interval,
-                   "zk_session_ms": SESSION_MS, "loss_s": LOSS_S}
-    zk = _ensemble(workdir, "replication-zk")
-    try:
-        pair = ArtemisPair(workdir / "lab", "replication-zk", zk_connect=zk.connect_string, zk_session_ms=SESSION_MS)
-        try:
-            _drive(pair, zk, workdir, interval, truth, _zk_targets(zk, pair))
-        finally:
-            pair.stop()
-    finally:
-        zk.stop()
-    truth_from_logs(pair, truth, truth["kill2_ts"])
-    write_truth(workdir, truth)
-    return workdir / "brokerscope.yaml", truth
+    return run_on_replication_pair(workdir, interval, keep, {"drill": NAME, "loss_s": LOSS_S},
+                                   lambda pair, zk, wd, truth: _drive(pair, zk, wd, interval, truth, _zk_targets(zk, pair)),
+                                   fault_ts="kill2_ts")
 
 
 def _drive(pair: ArtemisPair, zk, workdir: Path, interval: float, truth: dict, zk_targets: list[dict]) -> None:
