@@ -64,6 +64,19 @@ def test_every_drill_has_a_run_and_a_score():
         drill_module("nope")
 
 
+def test_drill_families_select_by_name_prefix_and_unknown_names_are_refused():
+    from brokerscope.drill_cli import FAMILIES, selected
+
+    artemis = selected("artemis-all")
+    assert artemis and all(n.startswith("artemis-") for n in artemis)
+    assert set(artemis) == {n for n in DRILLS if n.startswith("artemis-")}
+    assert selected("all") == list(DRILLS) and selected("kill-master") == ["kill-master"]
+    assert all(selected(f"{g}-all") for g in FAMILIES)  # no family without a drill
+    with pytest.raises(SystemExit):  # argparse refuses a family that does not exist
+        from brokerscope.cli import main
+        main(["drill", "nosuch-all"])
+
+
 def test_scorecard_bounds_are_one_scrape_interval_either_way():
     card = Scorecard("t", 0.5)
     card.boundary("in", 10.55, 10.0)

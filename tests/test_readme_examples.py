@@ -165,7 +165,11 @@ ELSEWHERE = {
     "brokerscope simulate SCENARIO --out DIR --score": [f"{THIS}::test_simulate_then_score", *SCORED],
     "brokerscope simulate score ./sim/sb": [f"{THIS}::test_simulate_then_score"],
     "brokerscope simulate all --out ./sim/all --score": SCORED,
-    "brokerscope drill NAME|all": [f"{THIS}::test_drill_all_runs_every_drill_in_turn_and_exits_1_below_the_bar", *DRILLS],
+    "brokerscope drill NAME|all|artemis-all": [f"{THIS}::test_drill_all_runs_every_drill_in_turn_and_exits_1_below_the_bar", *DRILLS],
+    "brokerscope drill artemis-all": [
+        f"{THIS}::test_drill_all_runs_every_drill_in_turn_and_exits_1_below_the_bar",
+        "tests/test_drills.py::test_drill_families_select_by_name_prefix_and_unknown_names_are_refused",
+        "tests/test_artemis_live.py::test_kill9_failover_as_the_pack_reads_it"],
     "brokerscope drill kill-master [--workdir ./var/drills] [--interval 0.5]": DRILLS[:2],
     "brokerscope drill all": [f"{THIS}::test_drill_all_runs_every_drill_in_turn_and_exits_1_below_the_bar", *DRILLS],
     "brokerscope collect --config c.yaml": COLLECT[:1],
@@ -352,6 +356,9 @@ def test_drill_all_runs_every_drill_in_turn_and_exits_1_below_the_bar(tmp_path, 
     out = capsys.readouterr().out
     assert "PASS  kill-master" in out and "FAIL  gc-pause" in out and "worst boundary 0.25 intervals" in out
     assert list(json.loads((tmp_path / "summary.json").read_text())) == list(NAMES)
+    ran.clear()  # a family: its drills only, in the same order
+    assert main(["drill", "artemis-all", "--workdir", str(tmp_path / "a")]) == 0
+    assert ran == [(name, tmp_path / "a" / name, 0.5) for name in NAMES if name.startswith("artemis-")]
 
 
 @pytest.mark.slow
