@@ -74,18 +74,13 @@ class AnalysedDrill:
 def analysed_kill_master(tmp_path_factory, spark):
     import yaml
 
-    from analysis.runner import analyze
-    from collectors.replay import replay
-    from settings import config_from_dict
+    from tests.recordings import replayed
 
     root = tmp_path_factory.mktemp("analysed-kill-master") / "lh"
-    data = yaml.safe_load((_FIX / "drill_kill_master.yaml").read_text())
-    data["lakehouse"] = str(root)
-    cfg = config_from_dict(data)
-    replay(cfg, _FIX / "drill_kill_master.jsonl.gz")
-    counts = analyze(cfg, spark=spark)
+    drill = replayed(_FIX / "drill_kill_master.yaml", _FIX / "drill_kill_master.jsonl.gz", root, spark)
+    data = {**yaml.safe_load((_FIX / "drill_kill_master.yaml").read_text()), "lakehouse": str(root)}
     files = sorted(p.relative_to(root) for p in root.rglob("*"))
-    yield AnalysedDrill(data=data, root=root, counts=counts)
+    yield AnalysedDrill(data=data, root=root, counts=drill.counts)
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == files, \
         "a test wrote into the shared analysed kill-master lakehouse (use copy_to)"
 

@@ -17,14 +17,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
 
-from analysis.runner import analyze
 from brokerscope.drills import artemis_clients, artemis_pause, artemis_zk_quorum
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
-from collectors.replay import replay
 from lakehouse.store import Lakehouse
-from settings import config_from_dict
+from tests import recordings
 from tests.drill_checks import assert_passed
 
 FIX = Path(__file__).parent / "fixtures" / "artemis"
@@ -32,12 +29,9 @@ FIX = Path(__file__).parent / "fixtures" / "artemis"
 
 def replayed(stem: str, where: Path, spark) -> Lakehouse:
     """tests/fixtures/artemis/<stem>.jsonl.gz replayed with its config into a fresh lakehouse, analysed."""
-    data = yaml.safe_load((FIX / f"{stem}.yaml").read_text())
-    data["lakehouse"] = str(where / "lh")
-    cfg = config_from_dict(data)
-    assert replay(cfg, FIX / f"{stem}.jsonl.gz").new_rows > 0
-    analyze(cfg, spark=spark)
-    return Lakehouse(cfg.lakehouse_root())
+    drill = recordings.replayed(FIX / f"{stem}.yaml", FIX / f"{stem}.jsonl.gz", where / "lh", spark)
+    assert drill.result.new_rows > 0
+    return drill.lh
 
 
 def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then_a_failover(tmp_path_factory, spark):

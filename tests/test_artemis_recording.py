@@ -18,17 +18,13 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from analysis.runner import analyze
-from settings import config_from_dict
 from brokerscope.drills import artemis_kill
 from collectors.artemis import ArtemisPack
 from collectors.recording import observation_from_envelope, read_envelopes
-from collectors.replay import replay
-from lakehouse.store import Lakehouse
+from tests.recordings import replayed
 from tests.drill_checks import assert_passed
-from tests.test_artemis_drill_replays import replayed
+from tests.test_artemis_drill_replays import replayed as replayed_artemis
 
 FIX = Path(__file__).parent / "fixtures" / "artemis"
 PACK = ArtemisPack()
@@ -102,13 +98,10 @@ def test_takeover_and_failback_phases_as_the_pack_reads_them():
 
 @pytest.fixture(scope="module")
 def analysed_shared(tmp_path_factory, spark):
-    data = yaml.safe_load((FIX / "drill_shared_store_kill.yaml").read_text())
-    data["lakehouse"] = str(tmp_path_factory.mktemp("artemis-shared") / "lh")
-    cfg = config_from_dict(data)
-    res = replay(cfg, FIX / "drill_shared_store_kill.jsonl.gz")
-    assert res.envelopes == res.new_rows == len(SHARED)
-    analyze(cfg, spark=spark)
-    return Lakehouse(cfg.lakehouse_root())
+    drill = replayed(FIX / "drill_shared_store_kill.yaml", FIX / "drill_shared_store_kill.jsonl.gz",
+                     tmp_path_factory.mktemp("artemis-shared") / "lh", spark)
+    assert drill.result.envelopes == drill.result.new_rows == len(SHARED)
+    return drill.lh
 
 
 def test_replayed_kill_is_found_within_one_scrape_of_the_truth(analysed_shared):
@@ -147,7 +140,7 @@ def test_replication_pair_sequence_sync_and_takeover_as_the_pack_reads_them():
 
 
 def test_replayed_replication_kill_is_found_and_zookeeper_agrees(tmp_path_factory, spark):
-    lh = replayed("drill_replication_zk_kill", tmp_path_factory.mktemp("artemis-zk"), spark)
+    lh = replayed_artemis("drill_replication_zk_kill", tmp_path_factory.mktemp("artemis-zk"), spark)
     card = assert_passed(artemis_kill.score(lh, REPL_TRUTH))
     print("\n" + card.render())
     zk = lh.read("zk_findings").to_pylist() if lh.exists("zk_findings") else []

@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from analysis.params import spine_params
 from analysis.runner import analyze
@@ -25,7 +24,7 @@ from collectors.replay import replay
 from lakehouse.spark import DeltaSparkUnavailableError, SparkLakehouse, delta_native_available, spark_session
 from lakehouse.store import Lakehouse
 from lakehouse.tables import TABLES, contract
-from settings import config_from_dict
+from tests.recordings import fixture_config
 from tests.fixtures.zookeeper.drill import gc_finding
 
 FIX = Path(__file__).parent / "fixtures"
@@ -69,9 +68,7 @@ DRILLS = {
 
 
 def drill_config(name: str, root: Path):
-    data = yaml.safe_load(DRILLS[name][0].read_text())
-    data["lakehouse"] = str(root)
-    cfg = config_from_dict(data)
+    cfg = fixture_config(DRILLS[name][0], root)
     if name == "zookeeper":  # what the GC job would have found in art-d's log (tests/test_zk_replay.py)
         truth = json.loads((FIX / "zookeeper" / "drill.truth.json").read_text())
         Lakehouse(root).overwrite("gc_findings", [gc_finding(truth)])

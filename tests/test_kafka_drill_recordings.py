@@ -14,25 +14,19 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from analysis.runner import analyze
 from brokerscope.drills import kafka_kill, kafka_mm2
-from collectors.replay import replay
 from lakehouse.store import Lakehouse
-from settings import config_from_dict
+from tests.recordings import replayed
 from tests.drill_checks import assert_passed
 
 FIX = Path(__file__).parent / "fixtures" / "kafka"
 
 
 def analysed(stem: str, tmp_path_factory, spark) -> tuple[Lakehouse, dict]:
-    data = yaml.safe_load((FIX / f"drill_{stem}.yaml").read_text())
-    data["lakehouse"] = str(tmp_path_factory.mktemp(stem) / "lh")
-    cfg = config_from_dict(data)
-    assert replay(cfg, FIX / f"drill_{stem}.jsonl.gz").new_rows > 0
-    analyze(cfg, spark=spark)
-    return Lakehouse(cfg.lakehouse_root()), json.loads((FIX / f"drill_{stem}.truth.json").read_text())
+    drill = replayed(FIX / f"drill_{stem}.yaml", FIX / f"drill_{stem}.jsonl.gz", tmp_path_factory.mktemp(stem) / "lh", spark)
+    assert drill.result.new_rows > 0
+    return drill.lh, json.loads((FIX / f"drill_{stem}.truth.json").read_text())
 
 
 @pytest.mark.parametrize("stem", ["broker_kill", "controller_kill"])

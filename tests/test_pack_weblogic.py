@@ -14,17 +14,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-import yaml
 
-from analysis.runner import analyze
 from collectors.base import Observation, format_ts, scrape_requests
 from collectors.jolokia import check_read_only
 from collectors.packs import pack_for
 from collectors.recording import observation_from_envelope, read_envelopes
-from collectors.replay import replay
 from collectors.weblogic import WebLogicPack, health_state, logical_destination, parse_member_name
-from lakehouse.store import Lakehouse
-from settings import config_from_dict
+from tests.recordings import replayed
 
 FIX = Path(__file__).parent / "fixtures" / "weblogic"
 CAPTURES = {1: FIX / "weblogic_jolokia1.jsonl", 2: FIX / "weblogic_jolokia2.jsonl"}
@@ -285,13 +281,9 @@ def analyzed(tmp_path_factory, spark):
     """The 2.x capture through the real pipeline (the richer shapes: as-registered keys, 403,
     object markers, cluster-targeted names). The 1.x capture goes through the same `normalize`,
     checked envelope by envelope above and in test_every_exchange_of_both_captures."""
-    data = yaml.safe_load((FIX / "weblogic.yaml").read_text())
-    data["lakehouse"] = str(tmp_path_factory.mktemp("wl") / "lh")
-    cfg = config_from_dict(data)
-    res = replay(cfg, CAPTURES[2])
-    assert res.envelopes == res.new_rows == 28
-    analyze(cfg, spark=spark)
-    return 2, Lakehouse(cfg.lakehouse_root())
+    drill = replayed(FIX / "weblogic.yaml", CAPTURES[2], tmp_path_factory.mktemp("wl") / "lh", spark)
+    assert drill.result.envelopes == drill.result.new_rows == 28
+    return 2, drill.lh
 
 
 def by_instance_tick(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:

@@ -12,7 +12,7 @@ from brokerscope.timeline import build_timeline, render_text
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
 from lakehouse.tables import BROKER_STATE
-from settings import config_from_dict
+from tests.recordings import fixture_config
 from tests.drill_checks import check_kill_master
 
 FIX = Path(__file__).parent / "fixtures"
@@ -20,9 +20,7 @@ TRUTH = yaml.safe_load((FIX / "drill_kill_master.truth.json").read_text())
 
 
 def drill_config(tmp_path):
-    data = yaml.safe_load((FIX / "drill_kill_master.yaml").read_text())
-    data["lakehouse"] = str(tmp_path / "lh")
-    return config_from_dict(data)
+    return fixture_config(FIX / "drill_kill_master.yaml", tmp_path / "lh")
 
 
 def gold(lh):

@@ -8,16 +8,12 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from analysis.failovers import group_failovers
 from analysis.intervals import instance_intervals
-from analysis.runner import analyze
 from analysis.stuck import (DEST_COLUMNS, EVENT_COLUMNS, STATE_COLUMNS, delivered_since_previous, group_stuck,
                             held_without_consumers)
-from collectors.replay import replay
-from lakehouse.store import Lakehouse
-from settings import config_from_dict
+from tests.recordings import replayed
 from tests.fixtures.analytics.silver import FIXTURES, silver
 
 T = pd.Timestamp
@@ -164,12 +160,9 @@ def test_messages_held_by_prepared_transactions():
 @pytest.fixture(scope="module")
 def weblogic_analyzed(tmp_path_factory, spark):
     """The WebLogic 2.x capture through replay → analyze: the stuck job as `brokerscope analyze` runs it."""
-    data = yaml.safe_load((FIXTURES / "weblogic" / "weblogic.yaml").read_text())
-    data["lakehouse"] = str(tmp_path_factory.mktemp("wl-stuck") / "lh")
-    cfg = config_from_dict(data)
-    replay(cfg, FIXTURES / "weblogic" / "weblogic_jolokia2.jsonl")
-    counts = analyze(cfg, spark=spark)
-    return counts, Lakehouse(cfg.lakehouse_root())
+    drill = replayed(FIXTURES / "weblogic" / "weblogic.yaml", FIXTURES / "weblogic" / "weblogic_jolokia2.jsonl",
+                     tmp_path_factory.mktemp("wl-stuck") / "lh", spark)
+    return drill.counts, drill.lh
 
 
 def wl_at(tick: int, server: str) -> datetime:

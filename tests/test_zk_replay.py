@@ -9,15 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from analysis.runner import analyze
 from analysis.params import zookeeper_params
 from analysis.zookeeper import run_zookeeper
 from collectors.replay import replay
 from lakehouse.spark import SparkLakehouse
-from lakehouse.store import Lakehouse
-from settings import config_from_dict
+from tests import recordings
 from tests.fixtures.zookeeper.checks import check_all
 from tests.fixtures.zookeeper.drill import gc_finding
 
@@ -27,14 +24,10 @@ TRUTH = json.loads((FIX / "drill.truth.json").read_text())
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory, spark):
-    data = yaml.safe_load((FIX / "drill.yaml").read_text())
-    data["lakehouse"] = str(tmp_path_factory.mktemp("zk-replay") / "lh")
-    cfg = config_from_dict(data)
-    res = replay(cfg, FIX / "drill.jsonl.gz")
-    lh = Lakehouse(cfg.lakehouse_root())
-    lh.overwrite("gc_findings", [gc_finding(TRUTH)])  # what P3 would have found in art-d's GC log
-    counts = analyze(cfg, spark=spark)
-    return cfg, lh, res, counts
+    drill = recordings.replayed(FIX / "drill.yaml", FIX / "drill.jsonl.gz", tmp_path_factory.mktemp("zk-replay") / "lh", spark,
+                     # what P3 would have found in art-d's GC log
+                     before_analysis=lambda lh: lh.overwrite("gc_findings", [gc_finding(TRUTH)]))
+    return drill.cfg, drill.lh, drill.result, drill.counts
 
 
 def test_replay_lands_every_zookeeper_exchange_in_bronze(replayed):
