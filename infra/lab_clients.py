@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import json
 import socket
-import urllib.error
 import urllib.parse
-import urllib.request
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from infra.processes import LabError
 
@@ -31,25 +30,39 @@ def jolokia_request(
     password: str | None = None,
     timeout: float = 2.0,
     headers: dict[str, str] | None = None,
+    on_sent: Callable[[], None] | None = None,
 ) -> tuple[int, Any]:
     """POST ``body`` (JSON) to ``url`` or GET ``url/get_path``. Returns (HTTP status, parsed JSON or text).
 
-    HTTP errors are returned, not raised; connection problems raise ``OSError``.
+    HTTP errors are returned, not raised; connection problems raise ``OSError``. ``on_sent`` is called
+    once the whole request is in the kernel's hands, before the answer is awaited: a probe that times
+    a stalled JVM needs that moment, not the one before its own thread got to send.
     """
     hdrs = dict(headers or {})
     if user is not None:
         token = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
         hdrs["Authorization"] = f"Basic {token}"
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path or "/"
     if get_path is not None:
-        req = urllib.request.Request(url.rstrip("/") + "/" + get_path.lstrip("/"), headers=hdrs)
+        method, data, path = "GET", None, path.rstrip("/") + "/" + get_path.lstrip("/")
     else:
         hdrs.setdefault("Content-Type", "application/json; charset=utf-8")
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=hdrs, method="POST")
+        method, data = "POST", json.dumps(body).encode()
+    if parts.query:
+        path += "?" + parts.query
+    connection = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = connection(parts.hostname, parts.port, timeout=timeout)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            status, raw = resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        status, raw = exc.code, exc.read()
+        conn.request(method, path, body=data, headers=hdrs)
+        if on_sent is not None:
+            on_sent()
+        resp = conn.getresponse()
+        status, raw = resp.status, resp.read()
+    except http.client.HTTPException as exc:  # a malformed answer is a connection problem to the callers
+        raise OSError(f"{url}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        conn.close()
     text = raw.decode("utf-8", "replace")
     try:
         return status, json.loads(text)

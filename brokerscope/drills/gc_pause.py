@@ -35,26 +35,36 @@ MIN_PAUSE_MS = 1000
 
 
 class JolokiaProbe(Periodic):
-    """Reads the broker's ``Slave`` attribute every 50 ms; keeps (sent, answered) pairs."""
+    """Reads the broker's ``Slave`` attribute every 50 ms; keeps, per read, when the drill's thread
+    began it, when the request was written (in the broker's socket) and when it was answered."""
 
     def __init__(self, url: str) -> None:
         super().__init__("gc-probe", 0.05)
         self.url = url
-        self.samples: list[tuple[float, float | None]] = []
+        self.samples: list[tuple[float, float, float | None]] = []  # (began, written, answered)
 
     def tick(self) -> None:
 
-        sent = time.time()
+        began = time.time()
+        written: list[float] = []
         try:
-            jolokia_request(self.url, {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"}, timeout=20)
-            self.samples.append((sent, time.time()))
+            jolokia_request(self.url, {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"}, timeout=20,
+                            on_sent=lambda: written.append(time.time()))
+            self.samples.append((began, written[0], time.time()))
         except OSError:
-            self.samples.append((sent, None))
+            self.samples.append((began, written[0] if written else began, None))
 
     def longest_stall(self) -> tuple[float, float] | None:
-        """(sent, answered) of the probe that waited longest: the pause lies inside it."""
-        done = [(s, a) for s, a in self.samples if a is not None]
-        return max(done, key=lambda sa: sa[1] - sa[0]) if done else None
+        """(written, answered) of the read that waited longest: the pause began before the broker could
+        answer a request already in its socket, and ended just before the answer. From the moment the
+        request was written, not the moment the drill's thread began it: on a loaded machine the drill's
+        own process may take a second to get there (the collector shares it)."""
+        done = [(w, a) for _, w, a in self.samples if a is not None]
+        return max(done, key=lambda wa: wa[1] - wa[0]) if done else None
+
+    def write_delay(self, written: float) -> float | None:
+        """How long the drill's thread took from beginning the stalled read to writing it."""
+        return next((w - b for b, w, _ in self.samples if w == written), None)
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
@@ -90,6 +100,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
     truth["probe_stall"] = stall
     truth["pause_start_ts"], truth["pause_end_ts"] = stall if stall else (None, None)
     if stall:
+        truth["probe_write_delay_s"] = probe.write_delay(stall[0])
         say(f"the probe waited {stall[1] - stall[0]:.3f} s (the broker did not answer: a stop-the-world pause)")
     write_truth(workdir, truth)
     return cfg_path, truth
@@ -105,6 +116,8 @@ def score(lh, truth: dict) -> Scorecard:
               and e["event_type"] != "safepoint" and e["wall_time"] is not None
               and start - 1.0 <= epoch(e["wall_time"]) <= end]
     card.facts["probe stall s"] = round(end - start, 3)
+    if truth.get("probe_write_delay_s") is not None:
+        card.facts["probe write delay s"] = round(truth["probe_write_delay_s"], 3)
     if not card.detect("stop-the-world pause ≥ 1 s (gc_events)", bool(pauses), "no such pause in gc_events"):
         return card
     p = max(pauses, key=lambda e: e["pause_ms"])
@@ -114,6 +127,9 @@ def score(lh, truth: dict) -> Scorecard:
     card.boundary("pause start (GC log vs probe)", p_start, start)
     card.boundary("pause end (GC log vs probe)", p_end, end)
     card.latency("pause end → its GC log line in bronze", line_read_latency(lh, p, p_end))
+    reach = time_to_safepoint(lh, p, p_end)
+    if reach is not None:  # the JVM stood still that long before the collection began (-Xlog:safepoint)
+        card.facts["time to safepoint s"] = round(reach, 3)
     found = [f for f in rows(lh, "gc_findings")
              if f["target"] == truth["broker"] and f["code"] == "gc.pause-over-connection-ttl" and f["ts"] is not None
              and abs(epoch(f["ts"]) - p_start) < 0.01]
@@ -129,6 +145,16 @@ def line_read_latency(lh, event: dict, pause_end: float) -> float | None:
     # the event's closing line carries the pause (`… Pause Full (…) 240M->161M(494M) 5364.290ms`)
     read = [epoch(r["ts"]) for r in lines if re.search(r"Pause .*\d+(\.\d+)?ms$", r["line"] or "")]
     return min(read) - pause_end if read else None
+
+
+def time_to_safepoint(lh, event: dict, pause_end: float) -> float | None:
+    """The reaching time of the safepoint the pause ran in, in seconds (its line follows the pause's;
+    a safepoint event is stamped with that line's time, its end)."""
+    safepoints = [e for e in rows(lh, "gc_events")
+                  if e["target"] == event["target"] and e["event_type"] == "safepoint" and e["wall_time"] is not None
+                  and e["pause_ms"] is not None and e["ttsp_ms"] is not None
+                  and abs(epoch(e["wall_time"]) - pause_end) < 0.1]
+    return min(safepoints, key=lambda e: e["pause_ms"])["ttsp_ms"] / 1000 if safepoints else None
 
 
 def on_timeline(lh, target: str, wall_time) -> bool:
