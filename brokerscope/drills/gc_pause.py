@@ -32,6 +32,9 @@ BALLAST_MB = 256
 HEAP = "768m"
 TTL_MS = 1000  # the connection TTL the target is judged against: a longer pause drops clients
 MIN_PAUSE_MS = 1000
+# jcmd's wait for the broker's attach listener (JDK default 10 s): at load 28 on two cores a broker JVM
+# whose scrapes already timed out missed the default once (AttachNotSupportedException)
+ATTACH_TIMEOUT_MS = 60_000
 
 
 class JolokiaProbe(Periodic):
@@ -87,7 +90,8 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
         truth["broker"], truth["pid"] = broker, pair.brokers[broker].pid
         truth["jcmd_ts"] = time.time()
         say(f"jcmd {truth['pid']} GC.run (full collection)")
-        res = subprocess.run([java_tool("jcmd"), str(truth["pid"]), "GC.run"], capture_output=True, text=True, timeout=120)
+        res = subprocess.run([java_tool("jcmd"), f"-J-Dsun.tools.attach.attachTimeout={ATTACH_TIMEOUT_MS}", str(truth["pid"]),
+                              "GC.run"], capture_output=True, text=True, timeout=120)
         truth["jcmd_done_ts"] = time.time()
         if res.returncode != 0:
             raise RuntimeError(f"jcmd GC.run failed ({res.returncode}): {res.stdout}{res.stderr}")
