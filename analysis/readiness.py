@@ -13,12 +13,14 @@ Per round (the replication's tick) and (group, partition of the primary's topic)
   checkpoint's downstream offset (what RemoteClusterUtils.translateOffsets gives), `auto` the synced
   one where there is one, else the checkpoint. Known as none when the calls it needs answered and
   hold nothing for the partition; unknown when one of them did not answer.
-- re_read = committed − translated (≥ 0), skipped = translated − committed (≥ 0); the mirrored
+- re_read = min(committed, dr_log_end) − translated (≥ 0): the messages DR holds now that the group
+  already read (commits DR does not hold yet are said in `detail`: read again if they are still
+  mirrored, never if the primary is lost); skipped = translated − committed (≥ 0). The mirrored
   topic's offsets are taken to line up with the source's (the mirror started with the topic, no
   transactions or compaction in between) — as MM2's own translation does within offset.lag.max.
 - no translation: auto.offset.reset decides — earliest: re-read from DR's earliest offset
-  (committed − dr_log_start); latest: start at DR's end (skipped = dr_log_end − committed, or the
-  commits not yet mirrored read again); unknown: both null.
+  (min(committed, dr_log_end) − dr_log_start); latest: start at DR's end (skipped = dr_log_end −
+  committed); unknown: both null.
 - status (first that applies): unknown (the primary or DR did not answer: nothing assumed) |
   not-committed | lossy (skipped > 0) | no-translation | stale (the latest checkpoint is older than
   `stale_after` and for an older commit than the group's: MM2 is not translating the group's
@@ -164,34 +166,40 @@ def readiness_row(ts, rep: Replication, key: tuple, rnd: _Round, stale_after_s: 
 def _judge(row: dict, p_ok: bool, p_why: str | None, t_known: bool, t_why: str | None, rep: Replication,
            stale_after_s: float) -> tuple[str, str]:
     """status and detail; sets re_read / skipped where they are known."""
-    c, t = row["committed"], row["translated"]
+    c, t, end = row["committed"], row["translated"], row["dr_log_end"]
     if not p_ok or not t_known:
         return "unknown", f"{'primary' if not p_ok else 'DR'} did not answer: {p_why if not p_ok else t_why}"
     if c is None:
         return "not-committed", ("DR holds a translation the group has no commit for on the primary (reset or deleted there)"
                                  if t is not None else "the group has no commit for this partition on the primary now")
+    reach = c if end is None else min(c, end)  # what DR holds of what the group already read
+    note = "" if end is None or end >= c else (f"; {c - end} message(s) it committed are not on DR yet (read again if "
+                                               "they are still mirrored, never if the primary is lost)")
+    if end is None:
+        note = "; DR's log end unknown: commits not mirrored yet are counted as re-read"
     if t is None:
-        reset, start, end = rep.auto_offset_reset, row["dr_log_start"], row["dr_log_end"]
+        reset, start = rep.auto_offset_reset, row["dr_log_start"]
         if reset == "earliest" and start is not None:
-            row["re_read"], row["skipped"] = max(0, c - start), max(0, start - c)
+            row["re_read"], row["skipped"] = max(0, reach - start), max(0, start - c)
             return ("lossy" if row["skipped"] else "no-translation",
-                    f"no translated offset: auto.offset.reset=earliest starts at DR's earliest offset {start}")
+                    f"no translated offset: auto.offset.reset=earliest starts at DR's earliest offset {start}{note}")
         if reset == "latest" and end is not None:
-            row["re_read"], row["skipped"] = max(0, c - end), max(0, end - c)
+            row["re_read"], row["skipped"] = 0, max(0, end - c)
             return ("lossy" if row["skipped"] else "no-translation",
                     f"no translated offset: auto.offset.reset=latest starts at DR's latest offset {end}")
         return "no-translation", ("no translated offset: where the group starts on DR depends on its auto.offset.reset "
                                   f"({'not configured' if reset == 'unknown' else f'{reset}, but DR gave no log offsets'})")
-    row["re_read"], row["skipped"] = max(0, c - t), max(0, t - c)
+    row["re_read"], row["skipped"] = max(0, reach - t), max(0, t - c)
     if row["skipped"]:
-        return "lossy", f"the translated offset {t} ({row['translated_from']}) is above the commit {c}: {t - c} message(s) would be skipped"
+        return "lossy", (f"the translated offset {t} ({row['translated_from']}) is above the commit {c}: "
+                         f"{t - c} message(s) would be skipped")
     age, upstream = row["checkpoint_age_s"], row["checkpoint_upstream"]
     if age is not None and age > stale_after_s and (upstream is None or upstream < c):
         return "stale", (f"the last checkpoint is {age:.0f} s old and translates commit {upstream}, the group has committed "
-                         f"{c}: MirrorMaker 2 has not translated its progress")
+                         f"{c}: MirrorMaker 2 has not translated its progress{note}")
     if age is None:
-        return "ready", f"translated from the {row['translated_from']}; no checkpoint seen, so its age is unknown"
-    return "ready", f"translated from the {row['translated_from']}"
+        return "ready", f"translated from the {row['translated_from']}; no checkpoint seen, so its age is unknown{note}"
+    return "ready", f"translated from the {row['translated_from']}{note}"
 
 
 def replication_readiness(facts: pd.DataFrame, *, params: ReadinessParams) -> pd.DataFrame:

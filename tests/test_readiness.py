@@ -233,3 +233,33 @@ def test_a_replication_may_not_share_a_targets_name():
     with pytest.raises(ConfigError, match="also a target's name"):
         config_from_dict({"targets": [{"name": "orders-dr", "kind": "kafka", "url": "http://127.0.0.1:8778/jolokia"}],
                           "failover_readiness": {"replications": [replication()]}})
+
+
+# --- the collector against clusters that are not there (real librdkafka, closed ports) --------------------
+
+
+def test_clusters_that_do_not_answer_are_error_rows_naming_the_replication_never_a_crash(tmp_path):
+    import asyncio
+
+    from collectors.scraper import Collector
+    from lakehouse.store import Lakehouse
+    from tests.servers import free_port
+
+    cfg = config_from_dict({"lakehouse": str(tmp_path / "lh"), "scrape_interval": "1s", "flush_interval": "1s",
+                            "failover_readiness": {"replications": [replication(
+                                primary={"bootstrap": f"127.0.0.1:{free_port()}"}, dr={"bootstrap": f"127.0.0.1:{free_port()}"},
+                                timeout="1s")]}})
+    col = Collector(cfg, record=str(tmp_path / "rec.jsonl"))
+    stats = asyncio.run(col.run(duration=1.5))
+    rows = Lakehouse(cfg.lakehouse_root()).read("bronze_kafka").to_pylist()
+    assert stats.targets["orders-dr"].errors >= 1 and stats.bronze_rows == len(rows) > 0
+    first = [r for r in rows if r["ts"] == min(x["ts"] for x in rows)]
+    assert {r["source"] for r in first} == {"kafka.groups", "kafka.committed", "kafka.checkpoints", "kafka.log_offsets"}
+    assert all(r["error"] and r["response_json"] is None for r in first)
+    groups = next(r for r in first if r["source"] == "kafka.groups")
+    assert groups["error"].startswith("orders-dr: listing the consumer groups on primary (127.0.0.1:")
+    assert groups["error_kind"] in ("refused", "timeout") and "state unknown" in groups["error"]
+    skipped = next(r for r in first if r["source"] == "kafka.committed" and r["cluster"] == "primary")
+    assert skipped["error"].startswith("not asked in this round: orders-dr: listing the consumer groups")
+    facts = [f for r in first for f in offset_facts(r, "orders-dr", "kafka-primary")]
+    assert {f["fact"] for f in facts} == {"answer"} and not any(f["answered"] for f in facts)

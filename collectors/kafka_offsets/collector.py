@@ -110,7 +110,7 @@ def one_round(c: ReplicationClients, timeout: float) -> list[KafkaExchange]:
     if listed.ok:
         names = {g["group"] for g in listed.response["groups"]}
         if rep.groups == "all":
-            c.groups = sorted(g for g in names if not g.startswith("brokerscope-unused-"))
+            c.groups = sorted(names)
         else:
             unknown = {g: (f"{rep.name}: group {g} is not a consumer group on {PRIMARY} ({rep.primary.bootstrap}): it "
                            "has no members and no committed offsets there; check the name in `groups`")
