@@ -1,5 +1,5 @@
-"""Replication lag: silver replication_stats + broker_state + collector_health → gold replication_lag,
-replication_findings.
+"""Replication lag: silver replication_stats + broker_state + collector_health (+ gold failover_readiness)
+→ gold replication_lag, replication_findings.
 
 Thresholds: the config's `analysis.lag` section (defaults in settings/analysis.py).
 
@@ -52,6 +52,12 @@ group and says nothing about the others).
   checks REWIND (any decrease) only inside that gate.
 - Findings: `replication-lag` (lag_s > `lag_threshold`, default 60 s; possible where extrapolated)
   and `consumer-warn|stop|stall|rewind` (runs of that status).
+
+**Failover readiness** (flow `failover-readiness`, from gold failover_readiness, analysis/readiness.py):
+runs of the rounds in which a group and partition was `lossy` (`failover-readiness-lossy`, error: a
+failover now would skip messages), `no-translation` (`failover-readiness-untranslated`) or `stale`
+(`failover-readiness-stale`, threshold `failover_readiness.stale_after`); an `unknown` round (a
+cluster did not answer) ends a run — nothing is assumed across it.
 
 **Artemis replica sync** (flow `artemis-replica`, one row per live scrape): `replica-sync-gap` when
 `in_sync` stays false for at least `replica_sync_grace` (60 s) over two or more observations —

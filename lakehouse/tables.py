@@ -1066,7 +1066,12 @@ REPLICATION_FINDINGS = TableContract(
         "the threshold). Per topic-partition from replication_lag: `replication-lag` (lag_s above "
         "the threshold) and `consumer-warn` / `consumer-stop` / `consumer-stall` / "
         "`consumer-rewind` (Burrow status). Artemis: `replica-sync-gap` (a live not in sync with a "
-        "backup beyond the grace period, never from one sample). " + _BOUNDS_DOC
+        "backup beyond the grace period, never from one sample). Failover readiness (flow "
+        "`failover-readiness`, from gold failover_readiness; instance = the replication, client = the consumer "
+        "group): `failover-readiness-lossy` (rounds in which the group would skip messages if it failed over), "
+        "`failover-readiness-untranslated` (no translated offset on DR), `failover-readiness-stale` (the last "
+        "checkpoint older than failover_readiness.stale_after, for an older commit); an unknown round ends a run. "
+        + _BOUNDS_DOC
     ),
     columns=(
         _c("finding_id", pa.string(), "stable id: hash of code, group, instance, series and start", False),
@@ -1076,7 +1081,7 @@ REPLICATION_FINDINGS = TableContract(
         _c("kind", pa.string(), "broker kind", False),
         _c("group_name", pa.string(), "cluster / HA group", False),
         _c("instance", pa.string(), "instance concerned; null for cluster-wide findings"),
-        _c("flow", pa.string(), "replication_stats flow the finding comes from", False),
+        _c("flow", pa.string(), "replication_stats flow the finding comes from (`failover-readiness`: gold failover_readiness)", False),
         _c("source_cluster", pa.string(), "cross-cluster source"),
         _c("target_cluster", pa.string(), "cross-cluster destination"),
         _c("topic", pa.string(), "topic (user-controlled text)"),

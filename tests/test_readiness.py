@@ -263,3 +263,19 @@ def test_clusters_that_do_not_answer_are_error_rows_naming_the_replication_never
     assert skipped["error"].startswith("not asked in this round: orders-dr: listing the consumer groups")
     facts = [f for r in first for f in offset_facts(r, "orders-dr", "kafka-primary")]
     assert {f["fact"] for f in facts} == {"answer"} and not any(f["answered"] for f in facts)
+
+
+def test_the_readme_example_of_the_section_is_a_valid_config(monkeypatch):
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"```yaml\n(failover_readiness:\n.*?)```", readme, re.S).group(1)
+    cfg = config_from_dict(yaml.safe_load(block))
+    (r,) = cfg.failover_readiness.replications
+    assert (r.name, r.cluster_group, r.groups, r.auto_offset_reset, r.dr.security_protocol) == (
+        "orders-dr", "kafka-primary", ["orders-app"], "earliest", "SASL_SSL")
+    monkeypatch.setenv("DR_KAFKA_PASSWORD", "pw")
+    assert r.dr.client_settings("x")["sasl.mechanism"] == "SCRAM-SHA-512"
