@@ -531,25 +531,30 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float 
 # --- failover readiness (from gold failover_readiness) -------------------------------------------------------
 
 READINESS_KEY = ["replication", "consumer_group", "topic", "partition"]
-#: code → (severity, the status whose runs it is, value column, unit, what, advice)
+#: code → (severity, the status whose runs it is, value column, unit, what (of the last value), advice)
 READINESS_RULES = {
     "failover-readiness-lossy": (
-        "error", "lossy", "skipped", "messages", "message(s) would be skipped if it failed over now",
+        "error", "lossy", "skipped", "messages", lambda v: f"{_count(v)} message(s) would be skipped if it failed over now",
         "the offset the group would start from on DR is ahead of its commit (a reset or rewind on the primary, which "
         "MirrorMaker 2 does not sync backwards; or auto.offset.reset=latest without a translation): before failing "
         "over, set the group's offsets on DR to its commit (kafka-consumer-groups --reset-offsets)"),
     "failover-readiness-untranslated": (
-        "warn", "no-translation", "re_read", "messages", "has no translated offset on DR: a failover now starts it "
-        "where its auto.offset.reset says",
+        "warn", "no-translation", "re_read", "messages",
+        lambda v: "no translated offset on DR: a failover now starts it where its auto.offset.reset says"
+                  + ("" if not np.isfinite(v) else f" ({_count(v)} message(s) read again)"),
         "check that MirrorMaker 2 checkpoints this group (groups filter, emit.checkpoints.enabled, "
         "sync.group.offsets.enabled) and mirrors the topic; MM2 translates only from an offset sync at or below the "
         "commit, and after a burst it may hold none for a while"),
     "failover-readiness-stale": (
-        "warn", "stale", "checkpoint_age_s", "s", "has a last checkpoint older than the bound that translates an older "
-        "commit than the group's",
+        "warn", "stale", "checkpoint_age_s", "s",
+        lambda v: f"the last checkpoint is {v:.0f} s old and translates an older commit than the group's",
         "check MirrorMaker 2's checkpoint connector (MirrorCheckpointConnector) and its task, and that offset syncs "
         "flow (MirrorSourceConnector); until then a failover re-reads what the group committed since"),
 }
+
+
+def _count(v: float) -> str:
+    return f"{v:.0f}" if np.isfinite(v) else "?"
 
 
 def readiness_findings_of(series: pd.DataFrame, *, stale_after_s: float, hole_s: float = math.inf) -> pd.DataFrame:
@@ -574,15 +579,9 @@ def readiness_findings_of(series: pd.DataFrame, *, stale_after_s: float, hole_s:
             out += finding_rows(
                 code, severity, base, ts, flags, values, unit=unit,
                 threshold=stale_after_s if code == "failover-readiness-stale" else None, certainty=lambda s, e: "certain",
-                hole_s=hole_s, describe=lambda row, s, e, what=what, advice=advice, unit=unit: (
-                    f"{name}: {_amount(row['value_last'], unit)}{what} {_span(row)} — {details[e]}", advice, None))
+                hole_s=hole_s, describe=lambda row, s, e, what=what, advice=advice: (
+                    f"{name}: {what(row['value_last'])} {_span(row)} — {details[e]}", advice, None))
     return contract_frame(out, REPLICATION_FINDINGS)
-
-
-def _amount(value: float, unit: str) -> str:
-    if value is None or not np.isfinite(value):
-        return ""
-    return f"{value:.0f} " if unit == "messages" else f"({value:.0f} s) "
 
 
 # --- Artemis replica sync -------------------------------------------------------------------------------------

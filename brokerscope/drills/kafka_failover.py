@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from brokerscope.drills.common import Periodic, Scorecard, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth
 from brokerscope.drills.kafka_mm2 import Load
@@ -52,6 +52,9 @@ class GroupConsumer(Periodic):
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "auto.offset.reset": "earliest",
                                   "enable.auto.commit": False, "session.timeout.ms": 6000})
         self.consumer.subscribe([topic])
+        self.topic = topic
+        self.next: dict[int, int] = {}  # partition → the offset after the last message read
+        self.refused: list[str] = []  # commits the group coordinator refused (time and error)
         self.pending = 0
         self.read = 0
         self.commits: list[tuple[float, dict[int, int]]] = []
@@ -63,11 +66,19 @@ class GroupConsumer(Periodic):
                 continue
             self.read += 1
             self.pending += 1
+            self.next[msg.partition()] = msg.offset() + 1
             if self.pending >= 10:
                 self._commit()
 
     def _commit(self) -> None:
-        done = self.consumer.commit(asynchronous=False)
+        """Commit what was read, explicitly (after a rebalance a bare commit() has no offsets: _NO_OFFSET);
+        a commit refused meanwhile (a rebalance in progress) is tried again with the next one."""
+        offsets = [TopicPartition(self.topic, p, o) for p, o in sorted(self.next.items())]
+        try:
+            done = self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as e:
+            self.refused.append(f"{time.time():.3f} {e}")
+            return
         with self.lock:
             self.commits.append((time.time(), {str(tp.partition): tp.offset for tp in done or [] if tp.offset >= 0}))
         self.pending = 0
@@ -123,6 +134,7 @@ def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
         truth["produced"] = load.stop()
         commits = group.stop()
         truth["consumer_stopped_ts"] = time.time()
+        truth["consumer_read"], truth["commits_refused"] = group.read, group.refused
         truth["commits"] = [[round(t, 3), offs] for t, offs in commits]
         truth["committed"] = {str(p): o for (t, p), o in committed_offsets(primary, GROUP).items() if t == lab.topic}
         truth["adminclient_readiness"] = readiness(primary, dr, GROUP, lab.topic, lab.mirrored_topic)
