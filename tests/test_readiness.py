@@ -121,6 +121,13 @@ def test_re_read_is_committed_minus_the_synced_offset_and_the_checkpoint_gives_t
     assert (r1["re_read"], r1["status"]) == (0, "ready") and pd.isna(r1["checkpoint_age_s"])  # no checkpoint: age unknown
 
 
+def test_commits_dr_does_not_hold_yet_are_not_counted_as_re_read():
+    (r,) = gold([round_envelopes(T0, committed={0: 400}, synced={0: 250}, checkpoints={0: (260, 250, 1.0)},
+                                 dr_logs=(0, 307))]).to_dict("records")
+    assert (r["re_read"], r["skipped"], r["status"]) == (57, 0, "ready")  # 307 − 250: DR holds no more of what it read
+    assert "93 message(s) it committed are not on DR yet" in r["detail"]
+
+
 def test_a_translation_above_the_commit_is_lossy():
     (r,) = gold([round_envelopes(T0, committed={0: 50}, synced={0: 80}, checkpoints=None)]).to_dict("records")
     assert (r["re_read"], r["skipped"], r["status"]) == (0, 30, "lossy")

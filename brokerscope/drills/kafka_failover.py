@@ -28,7 +28,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from brokerscope.drills.common import Periodic, Scorecard, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth
+from brokerscope.drills.common import (Periodic, Scorecard, epoch, fresh_workdir, rows, run_in_lab, say, settle,
+                                      start_collecting)
 from brokerscope.drills.kafka_mm2 import Load
 from infra.kafka_clients import committed_offsets, end_offsets, fail_over, produce, readiness
 from infra.kafka_lab import DR, MM2, PRIMARY, KafkaLab
@@ -102,12 +103,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "group": GROUP, "replication": REPLICATION,
                    "stale_after_s": STALE_AFTER_S}
     lab = KafkaLab(workdir / "lab", mirror=True)
-    try:
-        _drive(lab, workdir, interval, truth)
-    finally:
-        lab.stop()
-    write_truth(workdir, truth)
-    return workdir / "brokerscope.yaml", truth
+    return run_in_lab(lab, workdir, truth, lambda: _drive(lab, workdir, interval, truth))
 
 
 def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from collectors.jolokia import error_kind_of as _phrase_kind
+from collectors.jolokia import error_kind_of as jolokia_error_kind_of
 from collectors.kafka_offsets.checkpoint import CheckpointError, decode_key
 from settings import Replication
 
@@ -58,12 +58,7 @@ _AUTH = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE", 
 
 def error_kind_of(message: str | None) -> str | None:
     """The class of an error text this module wrote (recordings keep only the text)."""
-    if not message:
-        return None
-    for phrase, kind in KAFKA_KINDS:
-        if phrase in message:
-            return kind
-    return _phrase_kind(message)
+    return jolokia_error_kind_of(message, KAFKA_KINDS)
 
 
 @dataclass
