@@ -2,14 +2,15 @@
 offsets MirrorMaker 2 translated for it; brokerscope's readiness prediction (gold failover_readiness)
 against what the consumer really re-reads there.
 
-The fault, as a site loss unfolds: a producer (50 msg/s, and a burst of BURST messages, after which
-MM2 holds few offset syncs) and a consumer group committing every 10 messages run on the primary
-while brokerscope's Kafka-protocol collector watches the replication. Then the replication link is
-lost (MirrorMaker 2 stopped): the group goes on committing on the primary, its translation on DR
-stays where it was, and its last checkpoint ages past `stale_after` (5 s here). Then the group's
-site fails: producer and consumer stop (the consumer's last commit at its close) and the group
-starts on DR (infra.kafka_clients.fail_over: the DR group's offsets, auto.offset.reset=earliest,
-reading to the end, committing nothing).
+The fault, as a site loss unfolds: a producer (50 msg/s, and a burst of BURST messages) and a
+consumer group reading 30 msg/s and committing every 10 messages run on the primary while
+brokerscope's Kafka-protocol collector watches the replication; the group lags, so its commits lie
+inside the log. Then the replication link is lost (MirrorMaker 2 stopped): the group goes on
+committing on the primary, its translation on DR stays where it was, and its last checkpoint ages
+past `stale_after` (5 s here). Then the group's site fails: producer and consumer stop (the
+consumer's last commit at its close), and a moment later (3 scrapes) the group starts on DR
+(infra.kafka_clients.fail_over: the DR group's offsets, auto.offset.reset=earliest, reading to the
+end, committing nothing).
 
 Truth: what that consumer read on DR, per partition — the messages below the group's final commit
 on the primary (AdminClient) are re-read, a first offset above it skips the gap — and the commits
@@ -42,14 +43,17 @@ REPLICATION = "orders-dr"
 STALE_AFTER_S = 5.0
 BURST = 300
 LINK_LOST_S = 8.0  # the group goes on on the primary this long after MM2 stopped
+CONSUME_RATE = 30  # messages per second the group reads (the producer writes 50)
 
 
 class GroupConsumer(Periodic):
-    """The group on the primary: polls, commits every 10 messages (synchronously), and keeps the
-    log of its commits: (time the commit returned, {partition: committed offset})."""
+    """The group on the primary, slower than the producer (CONSUME_RATE msg/s: its commits lie inside
+    the log, where MirrorMaker 2 keeps only sparse offset syncs): polls, commits every 10 messages
+    (synchronously, explicit offsets), and keeps the log of its commits: (time the commit returned,
+    {partition: committed offset})."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        super().__init__("kafka-group", 0.05)
+        super().__init__("kafka-group", 0.2)
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "auto.offset.reset": "earliest",
                                   "enable.auto.commit": False, "session.timeout.ms": 6000})
         self.consumer.subscribe([topic])
@@ -62,7 +66,7 @@ class GroupConsumer(Periodic):
         self.lock = threading.Lock()
 
     def tick(self) -> None:
-        for msg in self.consumer.consume(50, timeout=0.2):
+        for msg in self.consumer.consume(int(CONSUME_RATE * self.period), timeout=0.15):
             if msg.error():
                 continue
             self.read += 1
@@ -126,11 +130,13 @@ def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
         say(f"replication link lost: MirrorMaker 2 stopped ({truth['mm2_stopped_ts'] - truth['link_lost_ts']:.1f} s); "
             f"the group goes on on the primary for {LINK_LOST_S:g} s")
         time.sleep(LINK_LOST_S)
-        truth["failover_ts"] = time.time()  # the site fails: the group's last commit is at its close
+        truth["site_lost_ts"] = time.time()  # the site fails: the group's last commit is at its close
         truth["produced"] = load.stop()
         commits = group.stop()
         truth["consumer_stopped_ts"] = time.time()
         truth["consumer_read"], truth["commits_refused"] = group.read, group.refused
+        settle(interval, 3, 1.5)  # the operator moves the group a moment later
+        truth["failover_ts"] = time.time()
         truth["commits"] = [[round(t, 3), offs] for t, offs in commits]
         truth["committed"] = {str(p): o for (t, p), o in committed_offsets(primary, GROUP).items() if t == lab.topic}
         truth["adminclient_readiness"] = readiness(primary, dr, GROUP, lab.topic, lab.mirrored_topic)
