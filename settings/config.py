@@ -119,7 +119,7 @@ def config_warnings(cfg: Config) -> list[str]:
         out.append(f"alerts: {len(rules)} rule(s) are evaluated but alerts.receivers is empty — firing alerts are "
                    "recorded (alert_history, /metrics) and nobody is notified; add a receiver (README, "
                    "'Running it: alerts, metrics, dashboard')")
-    if not cfg.targets:
+    if not cfg.targets and not cfg.failover_readiness.replications:
         out.append("targets: none configured; collect and run have nothing to scrape")
     return out
 

@@ -212,11 +212,11 @@ class CheckpointReader:
 
     def _open(self) -> Consumer:
         if self.consumer is None:
-            # no group.id: the reader is assigned its partitions and commits nothing, so it leaves no
-            # consumer group behind on DR
+            # librdkafka wants a group.id; with assign() and no commit none is created on the cluster.
+            # fetch.wait.max.ms short: a round waits for the records MM2 wrote, not for a fetch to time out
             self.consumer = Consumer({**self.settings, "enable.auto.commit": False, "auto.offset.reset": "earliest",
                                       "enable.partition.eof": False, "group.id": f"brokerscope-unused-{self.rep.name}",
-                                      "logger": log})
+                                      "fetch.wait.max.ms": 50, "logger": log})
         return self.consumer
 
     def read(self, watched, timeout: float) -> KafkaExchange:
