@@ -548,8 +548,9 @@ READINESS_RULES = {
     "failover-readiness-stale": (
         "warn", "stale", "checkpoint_age_s", "s",
         lambda v: f"the last checkpoint is {v:.0f} s old and translates an older commit than the group's",
-        "check MirrorMaker 2's checkpoint connector (MirrorCheckpointConnector) and its task, and that offset syncs "
-        "flow (MirrorSourceConnector); until then a failover re-reads what the group committed since"),
+        "check that MirrorMaker 2's checkpoint connector (MirrorCheckpointConnector) and its replication run; if they "
+        "do, the group lies too far behind the log end for MM2's sparse offset syncs (keep it closer, or lower "
+        "offset.lag.max); until then a failover re-reads what the group committed since"),
 }
 
 

@@ -23,8 +23,11 @@ Per round (the replication's tick) and (group, partition of the primary's topic)
   committed); unknown: both null.
 - status (first that applies): unknown (the primary or DR did not answer: nothing assumed) |
   not-committed | lossy (skipped > 0) | no-translation | stale (the latest checkpoint is older than
-  `stale_after` and for an older commit than the group's: MM2 is not translating the group's
-  progress — its checkpoint connector is down, or no offset sync has come since) | ready.
+  `stale_after` and for an older commit than the group's: the translation has stopped following the
+  group — MM2's checkpoint connector or its replication is down, or MM2 holds no offset sync near
+  the group's position: MM2 writes a checkpoint only when a translation moves, and its offset-sync
+  store keeps syncs sparser the further they lie behind the log end, so the translation of a group
+  lagging ~200 messages stood still for 18 s in the lab while MM2 ran) | ready.
 - A (group, topic, partition) seen in any round is carried in every later round of its
   replication, so a round in which nothing answered shows it `unknown`, never absent.
 """
@@ -195,7 +198,8 @@ def _judge(row: dict, p_ok: bool, p_why: str | None, t_known: bool, t_why: str |
     age, upstream = row["checkpoint_age_s"], row["checkpoint_upstream"]
     if age is not None and age > stale_after_s and (upstream is None or upstream < c):
         return "stale", (f"the last checkpoint is {age:.0f} s old and translates commit {upstream}, the group has committed "
-                         f"{c}: MirrorMaker 2 has not translated its progress{note}")
+                         f"{c}: the translation has stopped following the group (MirrorMaker 2 down, or no offset sync "
+                         f"near its position){note}")
     if age is None:
         return "ready", f"translated from the {row['translated_from']}; no checkpoint seen, so its age is unknown{note}"
     return "ready", f"translated from the {row['translated_from']}{note}"

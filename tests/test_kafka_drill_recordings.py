@@ -62,12 +62,13 @@ def test_replayed_mm2_restart_lag_matches_the_end_offsets(tmp_path_factory, spar
 
 def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_factory, spark):
     """kafka-consumer-failover: the recording holds only the Kafka-protocol exchanges of the
-    replication (kafka.*), so of analyze's jobs only the two that read them run here — readiness
-    (bronze_kafka → failover_readiness) and lag (its findings in replication_findings)."""
-    from analysis.lag import run_lag
+    replication (kafka.*), so of analyze's jobs only what reads them runs here: the readiness job
+    (bronze_kafka → failover_readiness) and, of the lag job, its readiness findings."""
+    from analysis.lag import readiness_findings
     from analysis.params import analysis_params
     from analysis.readiness import run_readiness
     from brokerscope.drills import kafka_failover
+    from brokerscope.drills.common import rows
     from lakehouse.spark import SparkLakehouse
 
     data = yaml.safe_load((FIX / "drill_consumer_failover.yaml").read_text())
@@ -78,9 +79,11 @@ def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_
     slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
     params = analysis_params(cfg)
     run_readiness(slh, params.readiness)
-    run_lag(slh, params.lag)
+    findings = readiness_findings(slh.read("failover_readiness"), stale_after_s=params.lag.stale_after_s,
+                                  hole_s=params.lag.hole_s).toPandas().to_dict("records")
     truth = json.loads((FIX / "drill_consumer_failover.truth.json").read_text())
-    card = assert_passed(kafka_failover.score(slh.lakehouse, truth))
+    card = assert_passed(kafka_failover.score_rows(rows(slh.lakehouse, "failover_readiness"), findings, truth))
     print("\n" + card.render())
     assert card.facts["prediction == actual on every partition"] is True
-    assert card.detected["lost link (failover-readiness-stale)"]
+    assert card.detected["lost link (failover-readiness-stale at the failover)"]
+    assert {k: v for k, v in card.facts.items() if k.endswith("actual re-read/skip on DR")}  # the numbers are shown
