@@ -27,7 +27,7 @@ Per round (the replication's tick) and (group, partition of the primary's topic)
   group — MM2's checkpoint connector or its replication is down, or MM2 holds no offset sync near
   the group's position: MM2 writes a checkpoint only when a translation moves, and its offset-sync
   store keeps syncs sparser the further they lie behind the log end, so the translation of a group
-  lagging ~200 messages stood still for 18 s in the lab while MM2 ran) | ready.
+  lagging 150–250 messages stood still for up to 9 s in the lab while MM2 ran) | ready.
 - A (group, topic, partition) seen in any round is carried in every later round of its
   replication, so a round in which nothing answered shows it `unknown`, never absent.
 """
