@@ -1,5 +1,5 @@
-"""Replication lag: silver replication_stats + broker_state + collector_health → gold replication_lag,
-replication_findings.
+"""Replication lag: silver replication_stats + broker_state + collector_health (+ gold failover_readiness)
+→ gold replication_lag, replication_findings.
 
 Thresholds: the config's `analysis.lag` section (defaults in settings/analysis.py).
 
@@ -53,6 +53,12 @@ group and says nothing about the others).
 - Findings: `replication-lag` (lag_s > `lag_threshold`, default 60 s; possible where extrapolated)
   and `consumer-warn|stop|stall|rewind` (runs of that status).
 
+**Failover readiness** (flow `failover-readiness`, from gold failover_readiness, analysis/readiness.py):
+runs of the rounds in which a group and partition was `lossy` (`failover-readiness-lossy`, error: a
+failover now would skip messages), `no-translation` (`failover-readiness-untranslated`) or `stale`
+(`failover-readiness-stale`, threshold `failover_readiness.stale_after`); an `unknown` round (a
+cluster did not answer) ends a run — nothing is assumed across it.
+
 **Artemis replica sync** (flow `artemis-replica`, one row per live scrape): `replica-sync-gap` when
 `in_sync` stays false for at least `replica_sync_grace` (60 s) over two or more observations —
 ReplicaSync reads false during every failover and initial sync by design, so never from one sample.
@@ -65,6 +71,7 @@ Shape: per-group / per-instance / per-series sequence logic in pandas and numpy 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
@@ -231,6 +238,7 @@ class LagParams:
     lookup_points: int = 60
     max_extrapolation: float = 1.0
     hole_s: float = math.inf  # no observation for longer than this is a hole (analysis.hole_tolerance)
+    stale_after_s: float = 60.0  # failover_readiness.stale_after (the threshold of failover-readiness-stale)
 
 
 def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, rules: LagRules) -> pd.DataFrame:
@@ -520,6 +528,63 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float 
     return contract_frame(out, REPLICATION_FINDINGS)
 
 
+# --- failover readiness (from gold failover_readiness) -------------------------------------------------------
+
+READINESS_KEY = ["replication", "consumer_group", "topic", "partition"]
+#: code → (severity, the status whose runs it is, value column, unit, what (of the last value), advice)
+READINESS_RULES = {
+    "failover-readiness-lossy": (
+        "error", "lossy", "skipped", "messages", lambda v: f"{_count(v)} message(s) would be skipped if it failed over now",
+        "the offset the group would start from on DR is ahead of its commit (a reset or rewind on the primary, which "
+        "MirrorMaker 2 does not sync backwards; or auto.offset.reset=latest without a translation): before failing "
+        "over, set the group's offsets on DR to its commit (kafka-consumer-groups --reset-offsets)"),
+    "failover-readiness-untranslated": (
+        "warn", "no-translation", "re_read", "messages",
+        lambda v: "no translated offset on DR: a failover now starts it where its auto.offset.reset says"
+                  + ("" if not np.isfinite(v) else f" ({_count(v)} message(s) read again)"),
+        "check that MirrorMaker 2 checkpoints this group (groups filter, emit.checkpoints.enabled, "
+        "sync.group.offsets.enabled) and mirrors the topic; MM2 translates only from an offset sync at or below the "
+        "commit, and after a burst it may hold none for a while"),
+    "failover-readiness-stale": (
+        "warn", "stale", "checkpoint_age_s", "s",
+        lambda v: f"the last checkpoint is {v:.0f} s old and translates an older commit than the group's",
+        "check that MirrorMaker 2's checkpoint connector (MirrorCheckpointConnector) and its replication run; if they "
+        "do, the group lies too far behind the log end for MM2's sparse offset syncs (keep it closer, or lower "
+        "offset.lag.max); until then a failover re-reads what the group committed since"),
+}
+
+
+def _count(v: float) -> str:
+    return f"{v:.0f}" if np.isfinite(v) else "?"
+
+
+def readiness_findings_of(series: pd.DataFrame, *, stale_after_s: float, hole_s: float = math.inf) -> pd.DataFrame:
+    """failover-readiness-* findings of ONE (replication, group, topic, partition) from its
+    failover_readiness rows: a run of rounds with that status (an unknown round ends a run)."""
+    series = series.sort_values("ts", kind="stable").reset_index(drop=True)
+    first = series.iloc[0]
+    base = {"kind": "kafka", "group_name": first["group_name"], "instance": first["replication"], "flow": "failover-readiness",
+            "source_cluster": first["source_cluster"], "target_cluster": first["target_cluster"], "topic": first["topic"],
+            "partition": int(first["partition"]), "client": first["consumer_group"]}
+    name = f"consumer group {first['consumer_group']} on {first['topic']}-{int(first['partition'])} ({first['source_cluster']}→{first['target_cluster']})"
+    ts, status = utc_ns(series["ts"]), series["status"].to_numpy()
+    details = series["detail"].to_numpy()
+    out: list[dict] = []
+    for code, (severity, wanted, column, unit, what, advice) in READINESS_RULES.items():
+        values = numbers(series[column])
+        flags = status == wanted
+        if not flags.any():
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a run with no known value: value_max stays null
+            out += finding_rows(
+                code, severity, base, ts, flags, values, unit=unit,
+                threshold=stale_after_s if code == "failover-readiness-stale" else None, certainty=lambda s, e: "certain",
+                hole_s=hole_s, describe=lambda row, s, e, what=what, advice=advice: (
+                    f"{name}: {what(row['value_last'])} {_span(row)} — {details[e]}", advice, None))
+    return contract_frame(out, REPLICATION_FINDINGS)
+
+
 # --- Artemis replica sync -------------------------------------------------------------------------------------
 
 
@@ -601,6 +666,13 @@ def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages:
     )
 
 
+def readiness_findings(ready: DataFrame, *, stale_after_s: float, hole_s: float = math.inf) -> DataFrame:
+    def per_series(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
+        return readiness_findings_of(pdf, stale_after_s=stale_after_s, hole_s=hole_s)
+
+    return ready.groupBy(*READINESS_KEY).applyInPandas(per_series, REPLICATION_FINDINGS.spark_schema())
+
+
 def lag_findings(lag: DataFrame, *, lag_threshold_s: float, hole_s: float = math.inf) -> DataFrame:
     def per_series(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
         return series_findings(pdf, lag_threshold_s=lag_threshold_s, hole_s=hole_s)
@@ -619,7 +691,9 @@ def run_lag(slh, rules: LagParams, progress=None, full: bool = False) -> dict[st
     first observation and Kafka's scrape rounds are fitted to a group's whole history, so a partial
     recomputation would not give the full run's values to the last bit."""
     say = progress or (lambda m: None)
-    fp = fingerprint(LAG_JOB, repr(rules), sources=[__file__, runs_module.__file__])
+    # the readiness findings come from gold failover_readiness: its version is an input too
+    fp = fingerprint(LAG_JOB, repr(rules), slh.lakehouse.version("failover_readiness"),
+                     sources=[__file__, runs_module.__file__])
     silver = read_watermark(slh.lakehouse, SILVER_JOB, SILVER_FROM_JOLOKIA)
     mark = Watermark(LAG_JOB, -1 if silver is None else silver.input_version, fp)
     if not full and silver is not None and read_watermark(slh.lakehouse, LAG_JOB, LAG_TABLES) == mark:
@@ -633,6 +707,7 @@ def run_lag(slh, rules: LagParams, progress=None, full: bool = False) -> dict[st
     say("gold replication_findings")
     findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=rules.follower_lag_messages,
                                grace_s=rules.replica_sync_grace, hole_s=rules.hole_s).unionByName(
-        lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold, hole_s=rules.hole_s))
+        lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold, hole_s=rules.hole_s)).unionByName(
+        readiness_findings(slh.read("failover_readiness"), stale_after_s=rules.stale_after_s, hole_s=rules.hole_s))
     counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
     return counts

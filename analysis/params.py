@@ -14,6 +14,7 @@ from analysis.causes import CauseParams
 from analysis.gc import GcParams, TargetRules
 from analysis.incidents import IncidentParams
 from analysis.lag import LagParams
+from analysis.readiness import ReadinessParams
 from analysis.risk import RiskParams
 from analysis.spine import SpineParams
 from analysis.stuck import StuckParams
@@ -30,6 +31,7 @@ class AnalysisParams:
     stuck: StuckParams
     lag: LagParams
     zookeeper: ZkParams
+    readiness: ReadinessParams
     risk: RiskParams
     causes: CauseParams
     incidents: IncidentParams
@@ -73,7 +75,13 @@ def stuck_params(cfg: Config) -> StuckParams:
 
 
 def lag_params(cfg: Config) -> LagParams:
-    return LagParams(**cfg.analysis.lag.model_dump(), hole_s=cfg.hole_tolerance())
+    return LagParams(**cfg.analysis.lag.model_dump(), hole_s=cfg.hole_tolerance(),
+                     stale_after_s=cfg.failover_readiness.stale_after)
+
+
+def readiness_params(cfg: Config) -> ReadinessParams:
+    fr = cfg.failover_readiness
+    return ReadinessParams(replications={r.name: r for r in fr.replications}, stale_after_s=fr.stale_after)
 
 
 def cause_params(cfg: Config) -> CauseParams:
@@ -88,6 +96,6 @@ def incident_params(cfg: Config) -> IncidentParams:
 def analysis_params(cfg: Config) -> AnalysisParams:
     return AnalysisParams(
         spine=spine_params(cfg), gc=gc_params(cfg), stuck=stuck_params(cfg), lag=lag_params(cfg),
-        zookeeper=zookeeper_params(cfg), risk=risk_params(cfg), causes=cause_params(cfg),
+        zookeeper=zookeeper_params(cfg), readiness=readiness_params(cfg), risk=risk_params(cfg), causes=cause_params(cfg),
         incidents=incident_params(cfg), has_zookeeper_targets=any(t.kind == "zookeeper" for t in cfg.targets),
     )

@@ -9,6 +9,7 @@ from analysis import runs as runs_module
 from analysis.gc import run_gc
 from analysis.lag import run_lag
 from analysis.params import AnalysisParams, analysis_params
+from analysis.readiness import run_readiness
 from analysis.spine import run_spine
 from analysis.stuck import run_stuck
 from analysis.watermark import Watermark, fingerprint, read_watermark
@@ -33,6 +34,9 @@ def analyze(cfg: Config, mode: str | None = None, progress: Callable[[str], None
         counts.update(run_gc(slh, params.gc, full=full, progress=say))
     counts.update(run_spine(slh, params.spine, progress=say, full=full))
     counts.update(run_stuck(slh, params.stuck, progress=say, full=full))
+    if slh.lakehouse.exists("bronze_kafka"):
+        # before lag: replication_findings carries the readiness findings
+        counts.update(run_readiness(slh, params.readiness, progress=say, full=full))
     counts.update(run_lag(slh, params.lag, progress=say, full=full))
     if params.has_zookeeper_targets or slh.lakehouse.exists("bronze_zk"):
         counts.update(run_zookeeper(slh, params.zookeeper, progress=say))

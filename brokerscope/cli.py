@@ -78,6 +78,8 @@ def cmd_replay(args) -> int:
             print(f"{f}: {res.gc_envelopes} GC log batches, {res.gc_new_rows} new GC log lines")
         if res.zk_envelopes:
             print(f"{f}: {res.zk_envelopes} ZooKeeper exchanges, {res.zk_new_rows} new bronze_zk rows")
+        if res.kafka_envelopes:
+            print(f"{f}: {res.kafka_envelopes} Kafka-protocol exchanges, {res.kafka_new_rows} new bronze_kafka rows")
         if rep.bad_lines:
             for no, why in rep.bad_lines[:10]:
                 print(f"  line {no} skipped: {why}", file=sys.stderr)

@@ -9,9 +9,10 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
-from collectors.recording import RecordingWriter
+from collectors.base import ms_floor
+from collectors.recording import RecordingWriter, envelope
 from lakehouse.store import Lakehouse
 from settings import Config
 
@@ -153,3 +154,36 @@ class CollectorHost(Protocol):
     _stop: asyncio.Event
 
     def spill_dirs(self) -> list[Path]: ...
+
+
+def land_exchanges(host: "CollectorHost", pending: BronzeBuffer, target: str, tick: float, exchanges: Iterable[Any],
+                   row: Callable[[dict], dict]) -> None:
+    """One round of a non-Jolokia collector for one target (ZooKeeper, Kafka protocol): counted as
+    one scrape, every exchange (`source`, `request`, `response`, `error`, `elapsed_ms`, `started`,
+    `ok`) stamped with the round's tick, recorded, and buffered for bronze as `row(envelope)`."""
+    exchanges = list(exchanges)
+    st = host.stats.targets[target]
+    st.scrapes += 1
+    failed = [ex.error for ex in exchanges if not ex.ok]
+    if failed:
+        st.errors += 1
+        st.last_error = failed[0]
+        log.warning("%s", failed[0])
+    elif exchanges:
+        st.last_ok = exchanges[0].started
+    for ex in exchanges:
+        env = envelope(ms_floor(tick), target, [ex.request], ex.response, ex.error, ex.elapsed_ms, source=ex.source)
+        if host.recorder:
+            host.recorder.write(env)
+        pending.add(row(env), env)
+        if host.on_observation:
+            host.on_observation(env)
+
+
+def flush_counted(pending: BronzeBuffer, stats: CollectStats) -> int:
+    """Commit a collector's buffer, counted in its stats (the LakehouseError goes to the caller)."""
+    n = pending.flush()
+    if n >= 0:
+        stats.bronze_rows += n
+        stats.flushes += 1
+    return max(n, 0)

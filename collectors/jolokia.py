@@ -332,11 +332,12 @@ _KIND_BY_PHRASE = (
 )
 
 
-def error_kind_of(message: str | None) -> str | None:
-    """The error class of a message this client wrote (for recordings, which keep only the text)."""
+def error_kind_of(message: str | None, first: tuple[tuple[str, str], ...] = ()) -> str | None:
+    """The error class of a message this client wrote (for recordings, which keep only the text);
+    `first`: (phrase, class) pairs of another client's texts, tried before these."""
     if not message:
         return None
-    for phrase, kind in _KIND_BY_PHRASE:
+    for phrase, kind in (*first, *_KIND_BY_PHRASE):
         if phrase in message:
             return kind
     return "other"

@@ -10,6 +10,8 @@ from pathlib import Path
 from collectors.gc.ingest import SOURCE as GC_SOURCE
 from collectors.gc.ingest import bronze_rows as gc_bronze_rows
 from collectors.gc.ingest import validate as gc_validate
+from collectors.kafka_offsets import SOURCES as KAFKA_SOURCES
+from collectors.kafka_offsets import bronze_kafka_row, validate_kafka_envelope
 from collectors.recording import ReadReport, bronze_row, read_envelopes
 from collectors.zookeeper import SOURCES as ZK_SOURCES
 from collectors.zookeeper import bronze_zk_row, validate_zk_envelope
@@ -29,6 +31,8 @@ class ReplayResult:
     gc_new_rows: int = 0
     zk_envelopes: int = 0  # sources zk.4lw, zk.admin, zk.znode → bronze_zk
     zk_new_rows: int = 0
+    kafka_envelopes: int = 0  # sources kafka.* (failover readiness) → bronze_kafka
+    kafka_new_rows: int = 0
 
 
 def replay(config: Config, path: str | os.PathLike, lakehouse: Lakehouse | None = None, progress: bool = False) -> ReplayResult:
@@ -39,9 +43,25 @@ def replay(config: Config, path: str | os.PathLike, lakehouse: Lakehouse | None 
     collector = f"replay:{Path(path).name}"
     gc_batch: list[dict] = []
     zk_batch: list[dict] = []
+    kafka_batch: list[dict] = []
     for env in read_envelopes(path, res.report):
-        if env["source"] not in ("jolokia", GC_SOURCE, *ZK_SOURCES):
+        if env["source"] not in ("jolokia", GC_SOURCE, *ZK_SOURCES, *KAFKA_SOURCES):
             res.report.skipped_sources += 1  # sources of a newer brokerscope
+            continue
+        if env["source"] in KAFKA_SOURCES:  # their target is a replication (failover_readiness), not a target
+            rep = config.replication(env["target"])
+            if rep is None:
+                res.unknown_targets[env["target"]] = res.unknown_targets.get(env["target"], 0) + 1
+                continue
+            problem = validate_kafka_envelope(env)
+            if problem:
+                res.report.bad_lines.append((res.report.lines, problem))
+                continue
+            res.kafka_envelopes += 1
+            kafka_batch.append(bronze_kafka_row(env, rep.cluster_group, collector))
+            if len(kafka_batch) >= BATCH:
+                res.kafka_new_rows += lh.append_new("bronze_kafka", kafka_batch)
+                kafka_batch = []
             continue
         t = targets.get(env["target"])
         if t is None:
@@ -82,11 +102,14 @@ def replay(config: Config, path: str | os.PathLike, lakehouse: Lakehouse | None 
         res.gc_new_rows += lh.append_new("bronze_gc_lines", gc_batch)
     if zk_batch:
         res.zk_new_rows += lh.append_new("bronze_zk", zk_batch)
+    if kafka_batch:
+        res.kafka_new_rows += lh.append_new("bronze_kafka", kafka_batch)
     if progress:
         sys.stderr.write(f"\rreplayed {res.envelopes} exchanges, {res.new_rows} new bronze rows\n")
-    if res.unknown_targets and not res.envelopes and not res.gc_envelopes and not res.zk_envelopes:
+    if res.unknown_targets and not res.envelopes and not res.gc_envelopes and not res.zk_envelopes and not res.kafka_envelopes:
         raise ConfigError(
             f"none of the recording's targets ({', '.join(sorted(res.unknown_targets))}) is in the config; "
-            "add them under `targets:` with their kind and group so replay knows how to read them"
+            "add them under `targets:` with their kind and group (or, for kafka.* exchanges, under "
+            "`failover_readiness.replications:`) so replay knows how to read them"
         )
     return res

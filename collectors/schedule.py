@@ -16,6 +16,10 @@ collector with the same function.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import AsyncIterator
+
 PHASE_STEPS = 29  # two sweeps fit the skew estimate's 60-sample window
 
 
@@ -27,3 +31,24 @@ def period(interval: float) -> float:
 def scrape_due(start: float, k: int, interval: float) -> float:
     """Due time of scrape k (seconds, same clock as `start`)."""
     return start + k * period(interval)
+
+
+async def ticks(interval: float, stop: asyncio.Event, t_end: float | None) -> AsyncIterator[float]:
+    """Tick times (epoch s) every `interval` from now until `stop` is set or `t_end`; a late tick
+    skips ahead instead of bursting. The rounds of the non-Jolokia collectors (ZooKeeper, Kafka
+    protocol) run on it: every member of a round is stamped with its tick."""
+    next_at = time.time()
+    while not stop.is_set():
+        if t_end is not None and next_at >= t_end:
+            return
+        delay = next_at - time.time()
+        if delay > 0:
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+                return
+            except asyncio.TimeoutError:
+                pass
+        yield next_at
+        next_at += interval
+        if next_at < time.time():
+            next_at = time.time()

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Callable
 
 from collectors.base import ms_floor
-from collectors.bronze import BronzeBuffer, CollectStats, TargetStats, flush_periodically, land_or_spill, recording_path
+from collectors.bronze import (BronzeBuffer, CollectStats, TargetStats, flush_counted, flush_periodically, land_or_spill,
+                               recording_path)
 from collectors.jolokia import JolokiaClient, shared_ssl_context
 from collectors.packs import pack_for
 from collectors.recording import RecordingWriter, bronze_row, envelope
 from collectors.sampling import DestinationSampler
 from collectors.schedule import period, scrape_due
+from collectors.kafka_offsets import KafkaOffsetsCollector
 from collectors.zookeeper import ZkCollector
 from lakehouse.store import Lakehouse
 from settings import Config, ConfigError, Target
@@ -53,7 +55,8 @@ class Collector:
         self.lakehouse = lakehouse or Lakehouse(config.lakehouse_root())
         self.recorder = RecordingWriter(record) if record else None
         self.on_observation = on_observation
-        self.stats = CollectStats({t.name: TargetStats() for t in config.targets})
+        names = [t.name for t in config.targets] + [r.name for r in config.failover_readiness.replications]
+        self.stats = CollectStats({n: TargetStats() for n in names})
         self._pending = BronzeBuffer(self.lakehouse, "bronze_jolokia")
         self._stop = asyncio.Event()
 
@@ -61,8 +64,10 @@ class Collector:
         self._stop.set()
 
     async def run(self, duration: float | None = None) -> CollectStats:
-        if not self.config.targets:
-            raise ValueError("the config has no targets; add at least one under `targets:`")
+        replications = self.config.failover_readiness.replications
+        if not self.config.targets and not replications:
+            raise ValueError("the config has no targets; add at least one under `targets:` "
+                             "(or a replication under `failover_readiness.replications:`)")
         jolokia = [t for t in self.config.targets if t.kind != "zookeeper"]
         zookeeper = [t for t in self.config.targets if t.kind == "zookeeper"]  # 4lw and kazoo, not Jolokia
         clients = {t.name: self._client(t) for t in jolokia}
@@ -78,6 +83,8 @@ class Collector:
             ]
             if zookeeper:
                 tasks.append(asyncio.create_task(ZkCollector(self, zookeeper).run(t_end), name="zookeeper"))
+            if replications:  # the Kafka protocol: committed and translated offsets are not in JMX
+                tasks.append(asyncio.create_task(KafkaOffsetsCollector(self, replications).run(t_end), name="kafka-offsets"))
             flusher = asyncio.create_task(self._flush_loop())
             await self._until_done_or_stopped(tasks)
             self._stop.set()
@@ -210,11 +217,7 @@ class Collector:
         await flush_periodically(self.flush, self._stop, self.config.flush_interval, self.stats)
 
     def flush(self) -> int:
-        n = self._pending.flush()
-        if n >= 0:
-            self.stats.bronze_rows += n
-            self.stats.flushes += 1
-        return max(n, 0)
+        return flush_counted(self._pending, self.stats)
 
 
 def progress_dots() -> Callable[[dict], None]:

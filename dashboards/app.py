@@ -24,6 +24,7 @@ from werkzeug.serving import make_server
 from collectors.text import printable
 from dashboards import data as D
 from dashboards import layout as L
+from dashboards import readiness as R
 from dashboards import series as S
 from dashboards.clock import UTC_CLOCK, Clock
 from dashboards.figures import destination_figure, gc_pause_figure, incident_timeline, lag_figure
@@ -223,6 +224,26 @@ def refreshed_destinations(gold: D.Gold, group, since, until, chosen, keep_choic
     return destinations_content(d), L.destination_options(d.ranked[:S.MAX_CHOICES]), d.chosen
 
 
+def readiness_content(gold: D.Gold, group=None, until=None):
+    as_of = parse_since(until or None)
+    return L.readiness_block(R.latest_readiness(gold, group or None, as_of),
+                             f"at or before {as_of:%Y-%m-%d %H:%M:%S}Z" if as_of else "yet")
+
+
+def readiness_page(gold: D.Gold):
+    content = readiness_content(gold)  # MissingTable first: the page then says how to fill it
+    return L.readiness_layout(R.readiness_groups(gold), content)
+
+
+def refreshed_readiness(gold: D.Gold, group, until):
+    try:
+        return readiness_content(gold, group, until)
+    except ValueError as e:
+        return html.P(f"time filter: {e}", id="filter-error")
+    except D.MissingTable as e:
+        return L.missing_table_page(e)
+
+
 def route(gold: D.Gold, path: str, refresh_s: float = L.OVERVIEW_REFRESH_MS / 1000):
     """The page for a URL path; missing tables and unknown ids become pages that say what to do."""
     path = path or "/"
@@ -235,6 +256,8 @@ def route(gold: D.Gold, path: str, refresh_s: float = L.OVERVIEW_REFRESH_MS / 10
             return view_page(gold, D.VIEW_BY_PATH[path])
         if path == L.DESTINATIONS:
             return destinations_page(gold)
+        if path == L.READINESS:
+            return readiness_page(gold)
         return L.message_page("Not found", f"There is no page {path}; use the links above.")
     except D.MissingTable as e:
         return L.missing_table_page(e)
@@ -394,6 +417,14 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
             return refreshed_destinations(gold, group, since, until, chosen, dash.ctx.triggered_id == "d-destinations")
         except LakehouseError as e:
             return L.message_page("The lakehouse cannot be read", str(e)), dash.no_update, dash.no_update
+
+    @app.callback(Output("readiness-content", "children"), Input("r-group", "value"), Input("r-until", "value"),
+                  prevent_initial_call=True)
+    def _readiness(group, until):
+        try:
+            return refreshed_readiness(gold, group, until)
+        except LakehouseError as e:
+            return L.message_page("The lakehouse cannot be read", str(e))
 
     install_guards(app, settings.hosts_for(bind_host or settings.host))
     return app

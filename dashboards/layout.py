@@ -13,7 +13,9 @@ from dashboards.health import GroupHealth, age_text
 from dashboards.report import value_text, window_sentences
 
 DESTINATIONS = "/destinations"
-NAV = (("/", "Overview"), (DESTINATIONS, "Destinations")) + tuple((v.path, v.title) for v in VIEWS)
+READINESS = "/readiness"
+NAV = ((("/", "Overview"), (DESTINATIONS, "Destinations")) + tuple((v.path, v.title) for v in VIEWS)
+       + ((READINESS, "Failover readiness"),))
 SEVERITY_COLOR = {"critical": "#b71c1c", "error": "#d84315", "warn": "#f9a825", "info": "#546e7a"}
 RANGES = (("incident", "incident"), ("1h", "± 1 h"), ("6h", "± 6 h"), ("24h", "± 24 h"), ("all", "everything"))
 
@@ -280,6 +282,47 @@ def destinations_layout(groups: list[str], options: list[dict], chosen: list[str
                  style={"margin": "6px 0"}),
         html.Div(content, id="destinations-content"),
     ], id="destinations-page")
+
+
+READINESS_COLUMNS = ["topic", "partition", "status", "committed", "translated", "translated_from", "re_read", "skipped",
+                     "checkpoint_age_s", "detail"]
+READINESS_COLOR = {"ready": "#2e7d32", "stale": "#ef6c00", "no-translation": "#ef6c00", "lossy": "#b71c1c",
+                   "not-committed": "#616161", "unknown": "#616161"}
+
+
+def readiness_block(groups: list, as_of_text: str) -> html.Div:
+    """Per consumer group: if it failed over now, what it would re-read and skip, and its partitions."""
+    if not groups:
+        return html.Div(html.P(f"No failover_readiness rounds {as_of_text} for this group.", id="readiness-note"))
+    out = []
+    for n, g in enumerate(groups):
+        amount = ("unknown (a cluster did not answer)" if g.re_read is None and g.skipped is None else
+                  f"re-read {value_text(g.re_read)}, skip {value_text(g.skipped)}")
+        age = "no checkpoint seen" if g.oldest_checkpoint_s is None else f"oldest checkpoint {value_text(g.oldest_checkpoint_s)} s"
+        out.append(html.Div([
+            html.H3([html.Span(g.status, className=f"readiness readiness-{g.status}", style={
+                "background": READINESS_COLOR.get(g.status, "#757575"), "color": "white", "borderRadius": "3px",
+                "padding": "1px 6px", "fontSize": "12px", "marginRight": "6px"}),
+                     g.consumer_group, html.Small(f"  {g.replication}: {g.flow}", style={"color": "#777"})],
+                    style={"margin": "8px 0 2px 0", "fontSize": "16px"}),
+            html.Div(f"if it failed over now: {amount}; {age} — round {stamp(g.ts)}", className="readiness-headline"),
+            table(g.partitions, READINESS_COLUMNS, table_id=f"readiness-table-{n}"),
+        ], className="readiness-group", **{"data-group": g.consumer_group, "data-status": g.status}))
+    return html.Div(out, id="readiness-groups")
+
+
+def readiness_layout(groups: list[str], content) -> html.Div:
+    return html.Div([
+        html.H2("Failover readiness: what each consumer group would re-read or skip on DR"),
+        html.Div([
+            html.Span("group / cluster: "),
+            dcc.Dropdown(id="r-group", options=[{"label": g, "value": g} for g in groups], value=None, placeholder="all",
+                         style={"width": "280px", "display": "inline-block", "verticalAlign": "middle"}),
+            html.Span("  as of: "), dcc.Input(id="r-until", value="", placeholder="now, or 2026-11-23T11:00Z, 15m",
+                                             debounce=True),
+        ], style={"margin": "6px 0"}),
+        html.Div(content, id="readiness-content"),
+    ], id="readiness-page")
 
 
 def shell(path: str, content) -> html.Div:

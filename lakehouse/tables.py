@@ -824,6 +824,131 @@ ZK_FINDINGS = TableContract(
     written_by="analysis.zookeeper",
 )
 
+# --- failover readiness (issue P13): Kafka-protocol reads of a MirrorMaker 2 replication ----------------
+
+BRONZE_KAFKA = TableContract(
+    name="bronze_kafka",
+    layer="bronze",
+    doc=(
+        "One row per Kafka-protocol exchange of a watched replication (`failover_readiness.replications`), "
+        "raw: the consumer groups listed on the primary (`kafka.groups`), the groups' committed offsets on the "
+        "primary and the synced ones on DR (`kafka.committed`), the latest MirrorMaker 2 checkpoint records per "
+        "watched group and partition, raw bytes with their timestamps (`kafka.checkpoints`), earliest and "
+        "latest offsets (`kafka.log_offsets`). All exchanges of one round of a replication share `ts`. A call "
+        "skipped because its cluster did not answer earlier in the round is an error row saying so. Live "
+        "collection and `brokerscope replay` of a recording produce identical rows."
+    ),
+    columns=(
+        _c("obs_key", pa.string(), "stable dedup key: sha256 of source, target, ts and request", False),
+        _c("ts", TS, "the round's tick, UTC, ms precision", False),
+        _c("obs_date", pa.string(), "UTC date of `ts` (YYYY-MM-DD), the partition column", False),
+        _c("target", pa.string(), "the replication's name from the config", False),
+        _c("kind", pa.string(), "always `kafka`", False),
+        _c("group_name", pa.string(), "the replication's cluster group (`group`, else its name)"),
+        _c("source", pa.string(), "kafka.groups | kafka.committed | kafka.checkpoints | kafka.log_offsets", False),
+        _c("cluster", pa.string(), "primary | dr: which cluster was asked"),
+        _c("call", pa.string(), "groups | committed | checkpoints | log_offsets"),
+        _c("endpoint", pa.string(), "the cluster's bootstrap servers"),
+        _c("request_json", pa.string(), "JSON array with the one request object of the envelope", False),
+        _c("response_json", pa.string(), "the answer as JSON; null on error"),
+        _c("error", pa.string(), "what went wrong and what to do (naming the replication and cluster); null if answered"),
+        _c("error_kind", pa.string(), "refused | timeout | auth | forbidden | tls | unknown-group | unknown-topic | other"),
+        _c("elapsed_ms", pa.float64(), "duration of the call in ms"),
+        _c("collector", pa.string(), "who wrote the row: `collect` (live) or `replay:<file>`"),
+    ),
+    keys=("obs_key",),
+    partition_by=("obs_date",),
+    written_by="collectors.kafka_offsets (brokerscope collect / replay)",
+)
+
+KAFKA_OFFSETS = TableContract(
+    name="kafka_offsets",
+    layer="silver",
+    doc=(
+        "Facts of the Kafka-protocol exchanges, one row per fact: `answer` (one per exchange, and one per "
+        "consumer group of a `committed` exchange that answered for the cluster but not for that group: "
+        "whether it answered), `group` (a group listed on the primary), `committed` (a group's committed "
+        "offset of one partition: on the primary, or the offset MirrorMaker 2 synced for it on DR), "
+        "`checkpoint` (the latest MM2 checkpoint of a group and partition: upstream and translated offset, "
+        "its record time), `log` (a partition's earliest and latest offset). Topics as named on the cluster "
+        "asked (`primary.orders` on DR)."
+    ),
+    columns=(
+        _c("obs_key", pa.string(), "bronze observation", False),
+        _c("ts", TS, "the round's tick", False),
+        _c("obs_date", pa.string(), "partition column", False),
+        _c("replication", pa.string(), "the replication's name", False),
+        _c("group_name", pa.string(), "the replication's cluster group", False),
+        _c("cluster", pa.string(), "primary | dr", False),
+        _c("call", pa.string(), "groups | committed | checkpoints | log_offsets", False),
+        _c("fact", pa.string(), "answer | group | committed | checkpoint | log", False),
+        _c("consumer_group", pa.string(), "consumer group (user-controlled text)"),
+        _c("topic", pa.string(), "topic as named on `cluster` (user-controlled text)"),
+        _c("partition", pa.int32(), "partition"),
+        _c("offset", pa.int64(), "committed: the committed offset; checkpoint: the translated (downstream) offset; log: the latest (end) offset"),
+        _c("log_start", pa.int64(), "log: the earliest offset"),
+        _c("upstream_offset", pa.int64(), "checkpoint: the group's committed offset on the primary it was translated from"),
+        _c("checkpoint_ts", TS, "checkpoint: the record's timestamp (when MM2 wrote it)"),
+        _c("group_state", pa.string(), "group: its state (stable, empty, …) as the primary lists it"),
+        _c("answered", pa.bool_(), "answer: the call (or, with consumer_group, that group) answered; null for other facts"),
+        _c("error", pa.string(), "answer: why not, and what to do"),
+        _c("error_kind", pa.string(), "answer: the error's class"),
+    ),
+    keys=("obs_key", "fact", "consumer_group", "topic", "partition"),
+    partition_by=("obs_date",),
+    written_by="analysis.readiness (brokerscope analyze)",
+)
+
+FAILOVER_READINESS = TableContract(
+    name="failover_readiness",
+    layer="gold",
+    doc=(
+        "Per round of a replication, consumer group and partition of the primary: what the group would "
+        "re-read or skip if it failed over to DR now. `committed` (primary) against `translated` (the offset the "
+        "group starts from on DR: MirrorMaker 2's synced group offset, else its latest checkpoint, per "
+        "`translation`): re_read = min(committed, dr_log_end) − translated when below (what DR holds of what "
+        "the group already read), skipped = translated − committed when above (offsets of the mirrored topic "
+        "taken to line up with the source's, as when the mirror started with the topic). Without a translation "
+        "the group starts where its auto.offset.reset says: `earliest` re-reads from DR's earliest offset, "
+        "`latest` skips up to DR's latest, `unknown` leaves both null. `status`: ready | stale (the last "
+        "checkpoint is older than `failover_readiness.stale_after` and for an older commit than the group's: the "
+        "translation stopped following the group — MM2 down, or no offset sync near the group's position) | no-translation | lossy (it would skip messages) | "
+        "not-committed (DR holds a translation the group no longer has on the primary) | unknown (the primary or "
+        "DR did not answer in that round: nothing is assumed, re_read and skipped are null). A partition seen "
+        "once is carried in every later round, so a round without answers shows it `unknown`, never absent."
+    ),
+    columns=(
+        _c("ts", TS, "the round's tick", False),
+        _c("obs_date", pa.string(), "UTC date of ts, the partition column", False),
+        _c("replication", pa.string(), "the replication's name", False),
+        _c("group_name", pa.string(), "the replication's cluster group", False),
+        _c("source_cluster", pa.string(), "MirrorMaker 2's alias of the primary", False),
+        _c("target_cluster", pa.string(), "… of DR"),
+        _c("consumer_group", pa.string(), "consumer group (user-controlled text)", False),
+        _c("topic", pa.string(), "topic on the primary (user-controlled text)", False),
+        _c("remote_topic", pa.string(), "the mirrored topic on DR", False),
+        _c("partition", pa.int32(), "partition", False),
+        _c("committed", pa.int64(), "the group's committed offset on the primary; null: none, or unknown"),
+        _c("primary_log_end", pa.int64(), "the partition's latest offset on the primary"),
+        _c("translated", pa.int64(), "the offset the group would start from on DR; null: none, or unknown"),
+        _c("translated_from", pa.string(), "synced-offset (sync.group.offsets on DR) | checkpoint (the latest MM2 checkpoint) | null"),
+        _c("synced_offset", pa.int64(), "the group's offset MM2 synced on DR"),
+        _c("checkpoint_offset", pa.int64(), "the latest checkpoint's translated (downstream) offset"),
+        _c("checkpoint_upstream", pa.int64(), "the latest checkpoint's upstream offset: the commit it translated"),
+        _c("checkpoint_ts", TS, "when MM2 wrote the latest checkpoint"),
+        _c("checkpoint_age_s", pa.float64(), "ts − checkpoint_ts in seconds (0 when written during the round)"),
+        _c("dr_log_start", pa.int64(), "the mirrored partition's earliest offset on DR"),
+        _c("dr_log_end", pa.int64(), "the mirrored partition's latest offset on DR"),
+        _c("re_read", pa.int64(), "messages the group would read again on DR; null when unknown"),
+        _c("skipped", pa.int64(), "messages the group would never read on DR; null when unknown"),
+        _c("status", pa.string(), "ready | stale | no-translation | lossy | not-committed | unknown", False),
+        _c("detail", pa.string(), "why, in plain words (the missing answer, the reset policy assumed, …)"),
+    ),
+    keys=("replication", "consumer_group", "topic", "partition", "ts"),
+    partition_by=("obs_date",),
+    written_by="analysis.readiness (brokerscope analyze)",
+)
+
 # --- stuck messages and replication lag (issue P5) -------------------------------------------------
 
 _BOUNDS_DOC = (
@@ -942,7 +1067,12 @@ REPLICATION_FINDINGS = TableContract(
         "the threshold). Per topic-partition from replication_lag: `replication-lag` (lag_s above "
         "the threshold) and `consumer-warn` / `consumer-stop` / `consumer-stall` / "
         "`consumer-rewind` (Burrow status). Artemis: `replica-sync-gap` (a live not in sync with a "
-        "backup beyond the grace period, never from one sample). " + _BOUNDS_DOC
+        "backup beyond the grace period, never from one sample). Failover readiness (flow "
+        "`failover-readiness`, from gold failover_readiness; instance = the replication, client = the consumer "
+        "group): `failover-readiness-lossy` (rounds in which the group would skip messages if it failed over), "
+        "`failover-readiness-untranslated` (no translated offset on DR), `failover-readiness-stale` (the last "
+        "checkpoint older than failover_readiness.stale_after, for an older commit); an unknown round ends a run. "
+        + _BOUNDS_DOC
     ),
     columns=(
         _c("finding_id", pa.string(), "stable id: hash of code, group, instance, series and start", False),
@@ -952,7 +1082,7 @@ REPLICATION_FINDINGS = TableContract(
         _c("kind", pa.string(), "broker kind", False),
         _c("group_name", pa.string(), "cluster / HA group", False),
         _c("instance", pa.string(), "instance concerned; null for cluster-wide findings"),
-        _c("flow", pa.string(), "replication_stats flow the finding comes from", False),
+        _c("flow", pa.string(), "replication_stats flow the finding comes from (`failover-readiness`: gold failover_readiness)", False),
         _c("source_cluster", pa.string(), "cross-cluster source"),
         _c("target_cluster", pa.string(), "cross-cluster destination"),
         _c("topic", pa.string(), "topic (user-controlled text)"),
@@ -1185,6 +1315,9 @@ TABLES: dict[str, TableContract] = {
         STUCK_MESSAGES,
         REPLICATION_LAG,
         REPLICATION_FINDINGS,
+        BRONZE_KAFKA,
+        KAFKA_OFFSETS,
+        FAILOVER_READINESS,
         RISK_FINDINGS,
         FINDING_CAUSES,
         INCIDENTS,

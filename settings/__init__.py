@@ -18,13 +18,14 @@ from settings.base import SINCE_HELP, ConfigError, Duration, DurationOrZero, par
 from settings.config import CONFIG_HELP, Config, config_from_dict, config_warnings, load_config
 from settings.dashboard import DashboardSettings
 from settings.gc import GcSettings, GcThresholds
+from settings.readiness import FailoverReadiness, KafkaCluster, Replication
 from settings.service import ServiceSettings
 from settings.targets import KINDS, HaSettings, Target, ZkOptions, ZkWatch
 
 __all__ = [
     "AlertsConfig", "AnalysisSettings", "CauseSettings", "ClockSkewSettings", "IncidentSettings", "LagSettings",
     "RiskSettings", "StuckSettings", "Config", "ConfigError", "DashboardSettings", "Duration", "DurationOrZero",
-    "GcSettings", "GcThresholds", "HaSettings", "KINDS", "ServiceSettings", "Target", "ZkOptions", "ZkWatch",
+    "FailoverReadiness", "GcSettings", "GcThresholds", "KafkaCluster", "Replication", "HaSettings", "KINDS", "ServiceSettings", "Target", "ZkOptions", "ZkWatch",
     "CONFIG_HELP", "config_from_dict", "config_warnings", "load_config", "parse_duration", "parse_since",
     "since_option", "SINCE_HELP",
 ]

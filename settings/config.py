@@ -17,6 +17,7 @@ from settings.analysis import HOLE_SCRAPES, AnalysisSettings
 from settings.base import ConfigError, Duration, Strict
 from settings.dashboard import DashboardSettings
 from settings.gc import GcSettings, GcThresholds
+from settings.readiness import FailoverReadiness, Replication
 from settings.service import ServiceSettings
 from settings.targets import KINDS, Target
 
@@ -31,6 +32,7 @@ class Config(Strict):
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)  # settings/dashboard.py
     service: ServiceSettings = Field(default_factory=ServiceSettings)  # brokerscope run (settings/service.py)
+    failover_readiness: FailoverReadiness = Field(default_factory=FailoverReadiness)  # settings/readiness.py
     source_path: Path | None = Field(default=None, exclude=True)
 
     @model_validator(mode="after")
@@ -40,6 +42,10 @@ class Config(Strict):
             if t.name in seen:
                 raise ValueError(f"target name {t.name!r} is used twice; names must be unique")
             seen.add(t.name)
+        for r in self.failover_readiness.replications:
+            if r.name in seen:
+                raise ValueError(f"replication name {r.name!r} is also a target's name; names of targets and "
+                                 "failover_readiness.replications share one namespace (they name bronze rows)")
         return self
 
     def target(self, name: str) -> Target:
@@ -47,6 +53,10 @@ class Config(Strict):
             if t.name == name:
                 return t
         raise ConfigError(f"no target named {name!r}; configured: {', '.join(t.name for t in self.targets)}")
+
+    def replication(self, name: str) -> Replication | None:
+        """The `failover_readiness.replications` entry of that name (None: not one)."""
+        return next((r for r in self.failover_readiness.replications if r.name == name), None)
 
     def _here(self, path: str | Path) -> Path:
         """A path from the file, relative to the config file's folder."""
@@ -109,7 +119,7 @@ def config_warnings(cfg: Config) -> list[str]:
         out.append(f"alerts: {len(rules)} rule(s) are evaluated but alerts.receivers is empty — firing alerts are "
                    "recorded (alert_history, /metrics) and nobody is notified; add a receiver (README, "
                    "'Running it: alerts, metrics, dashboard')")
-    if not cfg.targets:
+    if not cfg.targets and not cfg.failover_readiness.replications:
         out.append("targets: none configured; collect and run have nothing to scrape")
     return out
 

@@ -1,11 +1,13 @@
-"""Recordings of real Kafka 4.3.1 drills (brokerscope.drills.kafka_kill / kafka_mm2, made by our
-collector against the Jolokia 2.6.0 agents of infra.kafka_lab), replayed through the whole analysis
-and scored against each drill's own ground truth (kill and restart times, the new controller's log
-line, the AdminClient's 10 Hz view of the ISRs and 4 Hz view of both clusters' end offsets).
+"""Recordings of real Kafka 4.3.1 drills (brokerscope.drills.kafka_kill / kafka_mm2 / kafka_failover, made
+by our collector against the Jolokia 2.6.0 agents of infra.kafka_lab, or with the Kafka protocol), replayed
+through the analysis and scored against each drill's own ground truth (kill and restart times, the new
+controller's log line, the AdminClient's 10 Hz view of the ISRs and 4 Hz view of both clusters' end
+offsets, what a consumer group really read on DR after its failover).
 
     tests/fixtures/kafka/drill_broker_kill.*      SIGKILL p3 (not the controller), restart it
     tests/fixtures/kafka/drill_controller_kill.*  SIGKILL the active controller p2 → p1 takes over
     tests/fixtures/kafka/drill_mm2_restart.*      SIGTERM MirrorMaker 2 under 50 msg/s, restart it
+    tests/fixtures/kafka/drill_consumer_failover.* a consumer group fails over to DR after the MM2 link was lost
 """
 
 from __future__ import annotations
@@ -50,3 +52,32 @@ def test_replayed_mm2_restart_lag_matches_the_end_offsets(tmp_path_factory, spar
     # and by then it has caught up — the lag MM2 itself reports never shows the outage
     assert card.facts["restart → first mirrormaker2 metrics (s)"] > 5  # 11.1 s in this recording, 16–26 s in others
     assert card.facts["true lag when its metrics came back (messages)"] > 500
+
+
+def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_factory, spark):
+    """kafka-consumer-failover: the recording holds only the Kafka-protocol exchanges of the
+    replication (kafka.*), so of analyze's jobs only what reads them runs here: the readiness job
+    (bronze_kafka → failover_readiness) and, of the lag job, its readiness findings."""
+    from analysis.lag import readiness_findings
+    from analysis.params import analysis_params
+    from analysis.readiness import run_readiness
+    from brokerscope.drills import kafka_failover
+    from brokerscope.drills.common import rows
+    from lakehouse.spark import SparkLakehouse
+
+    data = yaml.safe_load((FIX / "drill_consumer_failover.yaml").read_text())
+    data["lakehouse"] = str(tmp_path_factory.mktemp("consumer_failover") / "lh")
+    cfg = config_from_dict(data)
+    res = replay(cfg, FIX / "drill_consumer_failover.jsonl.gz")
+    assert res.kafka_new_rows > 0 and res.new_rows == 0
+    slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
+    params = analysis_params(cfg)
+    run_readiness(slh, params.readiness)
+    findings = readiness_findings(slh.read("failover_readiness"), stale_after_s=params.lag.stale_after_s,
+                                  hole_s=params.lag.hole_s).toPandas().to_dict("records")
+    truth = json.loads((FIX / "drill_consumer_failover.truth.json").read_text())
+    card = assert_passed(kafka_failover.score_rows(rows(slh.lakehouse, "failover_readiness"), findings, truth))
+    print("\n" + card.render())
+    assert card.facts["prediction == actual on every partition"] is True
+    assert card.detected["lost link (failover-readiness-stale at the failover)"]
+    assert {k: v for k, v in card.facts.items() if k.endswith("actual re-read/skip on DR")}  # the numbers are shown

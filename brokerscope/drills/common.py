@@ -89,6 +89,17 @@ def activemq_targets(pair, group: str = "store-1", gc_logs: bool = False, urls: 
     return out
 
 
+def run_in_lab(lab, workdir: Path, truth: dict, drive: Callable[[], None]) -> tuple[Path, dict]:
+    """`drive()` the drill in `lab` (stopped by PID whatever happens), then write its ground truth;
+    returns (config path, truth) as a drill's `run` does."""
+    try:
+        drive()
+    finally:
+        lab.stop()
+    write_truth(workdir, truth)
+    return workdir / "brokerscope.yaml", truth
+
+
 def write_truth(workdir: Path, truth: dict) -> dict:
     (workdir / "ground_truth.json").write_text(json.dumps(truth, indent=2, default=str) + "\n")
     return truth

@@ -33,10 +33,10 @@ from brokerscope.drills.common import (
     epoch,
     fresh_workdir,
     rows,
+    run_in_lab,
     say,
     settle,
     start_collecting,
-    write_truth,
 )
 from infra.kafka_clients import admin_client, create_topic, produce
 from infra.kafka_lab import PRIMARY, KafkaLab, log_times
@@ -99,12 +99,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str =
     workdir = fresh_workdir(workdir, keep)
     truth: dict = {"drill": variant, "scrape_interval_s": interval, "min_isr": MIN_ISR}
     lab = KafkaLab(workdir / "lab", mirror=False)
-    try:
-        _drive(lab, workdir, interval, truth, VARIANTS[variant])
-    finally:
-        lab.stop()
-    write_truth(workdir, truth)
-    return workdir / "brokerscope.yaml", truth
+    return run_in_lab(lab, workdir, truth, lambda: _drive(lab, workdir, interval, truth, VARIANTS[variant]))
 
 
 def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict, kill_controller: bool) -> None:

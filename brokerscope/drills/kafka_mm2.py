@@ -30,10 +30,10 @@ from brokerscope.drills.common import (
     epoch,
     fresh_workdir,
     rows,
+    run_in_lab,
     say,
     settle,
     start_collecting,
-    write_truth,
 )
 from infra.kafka_clients import admin_client
 from infra.kafka_lab import DR, MM2, PRIMARY, KafkaLab
@@ -97,12 +97,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
     workdir = fresh_workdir(workdir, keep)
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "in_flight_allowed": IN_FLIGHT}
     lab = KafkaLab(workdir / "lab", mirror=True)
-    try:
-        _drive(lab, workdir, interval, truth)
-    finally:
-        lab.stop()
-    write_truth(workdir, truth)
-    return workdir / "brokerscope.yaml", truth
+    return run_in_lab(lab, workdir, truth, lambda: _drive(lab, workdir, interval, truth))
 
 
 def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:

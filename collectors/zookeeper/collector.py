@@ -20,10 +20,11 @@ from collections import defaultdict
 
 import httpx
 
-from collectors.base import ms_floor, obs_key, parse_ts
-from collectors.bronze import BronzeBuffer, CollectorHost, flush_periodically, land_or_spill, recording_path
+from collectors.base import obs_key, parse_ts
+from collectors.bronze import (BronzeBuffer, CollectorHost, flush_counted, flush_periodically, land_exchanges, land_or_spill,
+                               recording_path)
 from collectors.jolokia import error_kind_of
-from collectors.recording import envelope
+from collectors.schedule import ticks
 from collectors.zookeeper.coordination import ReadOnlyZk, take_snapshot, watch_request
 from collectors.zookeeper.wire import (
     SOURCE_ZNODE,
@@ -122,25 +123,8 @@ class ZkCollector:
 
     # -- scheduling ------------------------------------------------------------------------------
 
-    async def _ticks(self, t_end: float | None):
-        """Tick times on the scrape cadence; a late tick skips ahead instead of bursting."""
-        interval = self.config.scrape_interval
-        stop = self.parent._stop
-        next_at = time.time()
-        while not stop.is_set():
-            if t_end is not None and next_at >= t_end:
-                return
-            delay = next_at - time.time()
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=delay)
-                    return
-                except asyncio.TimeoutError:
-                    pass
-            yield next_at
-            next_at += interval
-            if next_at < time.time():
-                next_at = time.time()
+    def _ticks(self, t_end: float | None):
+        return ticks(self.config.scrape_interval, self.parent._stop, t_end)
 
     def _timeout(self, t: Target) -> float:
         # as the Jolokia scraper: a call may take up to the interval, never less than 1 s; a late
@@ -217,30 +201,12 @@ class ZkCollector:
 
     def _land(self, t: Target, tick: float, exchanges: list[ZkExchange]) -> None:
         """One scrape of a server (or one snapshot): counted once, every exchange recorded."""
-        st = self.parent.stats.targets[t.name]
-        st.scrapes += 1
-        failed = [ex.error for ex in exchanges if not ex.ok]
-        if failed:
-            st.errors += 1
-            st.last_error = failed[0]
-            log.warning("%s", failed[0])
-        else:
-            st.last_ok = exchanges[0].started
-        for ex in exchanges:
-            env = envelope(ms_floor(tick), t.name, [ex.request], ex.response, ex.error, ex.elapsed_ms, source=ex.source)
-            if self.parent.recorder:
-                self.parent.recorder.write(env)
-            self._pending.add(bronze_zk_row(env, t.kind, t.group, "collect"), env)
-            if self.parent.on_observation:
-                self.parent.on_observation(env)
+        land_exchanges(self.parent, self._pending, t.name, tick, exchanges,
+                       lambda env: bronze_zk_row(env, t.kind, t.group, "collect"))
 
     async def _flush_loop(self, done: asyncio.Event) -> None:
         await flush_periodically(self.flush, done, self.config.flush_interval, self.parent.stats)
 
     def flush(self) -> int:
-        n = self._pending.flush()
-        if n >= 0:
-            self.parent.stats.bronze_rows += n
-            self.parent.stats.flushes += 1
-        return max(n, 0)
+        return flush_counted(self._pending, self.parent.stats)
 
