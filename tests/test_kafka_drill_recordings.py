@@ -65,12 +65,10 @@ def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_
     from brokerscope.drills.common import rows
     from lakehouse.spark import SparkLakehouse
 
-    data = yaml.safe_load((FIX / "drill_consumer_failover.yaml").read_text())
-    data["lakehouse"] = str(tmp_path_factory.mktemp("consumer_failover") / "lh")
-    cfg = config_from_dict(data)
-    res = replay(cfg, FIX / "drill_consumer_failover.jsonl.gz")
-    assert res.kafka_new_rows > 0 and res.new_rows == 0
-    slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
+    drill = replayed(FIX / "drill_consumer_failover.yaml", FIX / "drill_consumer_failover.jsonl.gz",
+                     tmp_path_factory.mktemp("consumer_failover") / "lh")  # no spark: only the jobs below
+    assert drill.result.kafka_new_rows > 0 and drill.result.new_rows == 0
+    cfg, slh = drill.cfg, SparkLakehouse(spark, drill.lh)
     params = analysis_params(cfg)
     run_readiness(slh, params.readiness)
     findings = readiness_findings(slh.read("failover_readiness"), stale_after_s=params.lag.stale_after_s,
