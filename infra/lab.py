@@ -87,6 +87,7 @@ ACTIVEMQ_HOME = Path(os.environ.get("BROKERSCOPE_ACTIVEMQ_HOME", "/usr/share/act
 TEMPLATE_DIR = Path(__file__).resolve().parent / "activemq"
 
 BROKER_MBEAN_PATTERN = "org.apache.activemq:type=Broker,brokerName=*"
+AGENT_THREADS = 4
 
 # JVM module flags used by the Debian /usr/bin/activemq script for Java > 8.
 _ACTIVEMQ_JDK17_FLAGS = (
@@ -307,8 +308,11 @@ class ActiveMQPair(LabProcesses):
         (conf / "log4j.xml").write_text(
             _render("log4j.xml", {"ACTIVEMQ_LOG": str(activemq_log), "LOCKER_LOG_LEVEL": "INFO"})
         )
+        # threads: the drills' 20 Hz role probes, the lab's role polls and the collector each get one, as
+        # with the lab's agent before; on the agent's single thread a scrape queues behind a probe and
+        # its send-time stamp runs ahead of what it read
         agent_args = jolokia_jvm_args(conf, port=self._jolokia_ports[name], user=self.jolokia_user,
-                                      password=self.jolokia_password)
+                                      password=self.jolokia_password, threads=AGENT_THREADS)
         cmd = [
             self.java,
             f"-Xms{self.heap}",
