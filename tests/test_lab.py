@@ -232,6 +232,7 @@ def test_pair_one_master_one_slave(activemq_pair: ActiveMQPair) -> None:
         assert b"-Duser.timezone=UTC" in cmdline
         assert os.path.basename(cmdline[0]) == b"java"  # one JVM per broker, no wrapper shell
         assert "Using G1" in b.gc_log.read_text()
+        assert "executor=fixed\nthreadNr=4\n" in (b.workdir / "conf" / JOLOKIA_PROPERTIES_FILE).read_text()
     assert "Apache ActiveMQ 5.17.2 (amq-a," in pair.brokers["amq-a"].log.read_text()
     assert "is now in slave mode waiting a lock" in pair.brokers["amq-b"].activemq_log.read_text()
 
