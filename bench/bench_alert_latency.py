@@ -48,7 +48,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from infra.lab import ActiveMQPair, build_agent, free_port  # noqa: E402
+from infra.lab import ActiveMQPair, free_port  # noqa: E402
 
 RELEVANT = ("NoActiveInstance", "FailoverHappened")
 GROUP = "store-1"
@@ -271,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-alert-latency-"))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    say(f"work directory {workdir}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; building the Jolokia agent (once)")
-    build_agent()
+    say(f"work directory {workdir}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     pair = ActiveMQPair(workdir / "lab")
     hook = WebhookReceiver()
     service = None

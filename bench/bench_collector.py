@@ -3,8 +3,9 @@ side in one run, over N = 10, 100, 1000 Jolokia targets on 127.0.0.1.
 
     python bench/bench_collector.py [--quick] [--jvms 4] [--queues 4] [--json out.json]
 
-Targets. `--jvms` JVMs (default 4) each run the real jolokia-core 1.7.1 agent (infra/jolokia_agent,
-the same jar and `-javaagent` options as tests/servers.py::agent_jvm) in a JVM whose main class
+Targets. `--jvms` JVMs (default 4) each run the lab's Jolokia agent (the official 2.6.0 JVM agent,
+read-only, configured by infra/jvm_agents.py as for tests/servers.py::agent_jvm; 4 HTTP threads) in a
+JVM whose main class
 registers ActiveMQ-Classic-shaped MBeans per target: the broker MBean
 `org.apache.activemq:type=Broker,brokerName=b0042`, its Health and PersistenceAdapter services and
 `--queues` queues, with the attributes the ActiveMQ pack reads (no network bridges: that wildcard
@@ -201,36 +202,27 @@ class JVMs:
         self.urls: list[str] = []
 
     def start(self) -> "JVMs":
-        from infra.lab import agent_jvm_arg, build_agent
+        from infra.jvm_agents import jolokia_jvm_args, wait_for_agent_url
 
-        jar = build_agent()
         src = self.work / "BenchBrokers.java"
         src.write_text(BENCH_MAIN_JAVA)
-        port_files = []
         for j in range(self.n):
             brokers = [broker_name(i) for i in range(j, self.n_targets, self.n)]
-            pf = self.work / f"jvm{j}.port"
-            pf.unlink(missing_ok=True)
-            port_files.append(pf)
-            arg = agent_jvm_arg(jar, port_file=pf, threads="4")
-            log = open(self.work / f"jvm{j}.log", "wb")
-            self.procs.append(subprocess.Popen(
-                ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=4", "-Dsun.net.httpserver.nodelay=true",
-                 # up to 250 targets share one JVM here; the JDK server keeps only 200 idle
-                 # keep-alive connections by default and resets the rest (a real agent has 1 client)
-                 "-Dsun.net.httpserver.maxIdleConnections=2000",
-                 arg, str(src), str(self.queues), *brokers],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.work,
-            ))
-            log.close()
+            agent_args = jolokia_jvm_args(self.work / f"jvm{j}", threads=4)
+            with open(self.work / f"jvm{j}.log", "wb") as log:
+                self.procs.append(subprocess.Popen(
+                    ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=4",
+                     # up to 250 targets share one JVM here; the JDK server keeps only 200 idle
+                     # keep-alive connections by default and resets the rest (a real agent has 1 client)
+                     "-Dsun.net.httpserver.maxIdleConnections=2000",
+                     *agent_args, str(src), str(self.queues), *brokers],
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.work,
+                ))
         deadline = time.monotonic() + 90
-        for j, pf in enumerate(port_files):
-            while not (pf.exists() and pf.read_text().strip()):
-                if self.procs[j].poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"JVM {j} did not start: {(self.work / f'jvm{j}.log').read_text()[-2000:]}")
-                time.sleep(0.05)
-            self.urls.append(f"http://127.0.0.1:{int(pf.read_text())}/jolokia")
-        # the agent listens in premain, before main() registered the MBeans: wait for "ready"
+        for j, proc in enumerate(self.procs):
+            self.urls.append(wait_for_agent_url(self.work / f"jvm{j}.log", proc.pid, max(1.0, deadline - time.monotonic()),
+                                                exited=proc, what=f"bench JVM {j}"))
+        # the agent listens on its own thread, maybe before main() registered the MBeans: wait for "ready"
         for j in range(self.n):
             while b"bench-brokers ready" not in (self.work / f"jvm{j}.log").read_bytes():
                 if self.procs[j].poll() is not None or time.monotonic() > deadline:
@@ -681,7 +673,7 @@ def main() -> int:
         + (f" --jvms {a.jvms}" if a.jvms != 4 else "") + (f" --queues {a.queues}" if a.queues != 4 else "")
         + (f" --pool {a.pool}" if a.pool != 64 else ""),
         f"reads: {describe_reads()}",
-        f"targets: {a.jvms} agent JVMs (jolokia-core 1.7.1, 4 HTTP threads each, -Xmx128m) host {n_max} "
+        f"targets: {a.jvms} agent JVMs (Jolokia 2.6.0 JVM agent, 4 HTTP threads each, -Xmx128m) host {n_max} "
         f"ActiveMQ-shaped brokers ({a.queues} queues each); target i = its own config entry -> JVM i % {a.jvms}",
     ]
     for line in header:

@@ -92,8 +92,20 @@ def decode_text(content: bytes, charset: str | None) -> str:
         return content.decode("utf-8", errors="replace")
 
 
+# Jolokia 2.x answers a bulk POST holding one malformed request (an ObjectName that does not parse, an
+# unknown type) with this text and HTTP 400 for the whole bulk; 1.x with one JSON object of status 400
+_BAD_REQUEST_TEXT = "400 (Bad Request)"
+
+
+def _malformed_bulk(name: str, status: int, reason: str) -> str:
+    return (f"{name}: HTTP {status}: Jolokia refused the whole bulk request as malformed ({reason[:160]}); one bad "
+            "request fails them all — check the values that go into the ObjectNames read (broker_name)")
+
+
 def classify_body(name: str, status: int, text: str, content_type: str, location: str = "") -> tuple[Any, str | None, str | None]:
     """Turn an HTTP answer into (json body, error, error_kind)."""
+    if status == 400 and text.startswith(_BAD_REQUEST_TEXT):
+        return None, _malformed_bulk(name, status, " ".join(text[len(_BAD_REQUEST_TEXT):].split())), "http"
     if 300 <= status < 400:
         where = " ".join(location.split())[:200] or "no Location header"
         return None, (
@@ -128,11 +140,13 @@ def classify_body(name: str, status: int, text: str, content_type: str, location
             f"{name}: HTTP {status} returned {what} instead of Jolokia JSON ({snippet!r}); check the "
             "URL points at the Jolokia endpoint (ActiveMQ: /api/jolokia, Artemis: /console/jolokia)"
         ), "not_json"
+    if isinstance(body, dict) and body.get("status") == 400:
+        return body, _malformed_bulk(name, status, f"{body.get('error_type') or ''}: {body.get('error') or ''}"), "http"
     if status >= 400 and not isinstance(body, list):
         msg = body.get("error") if isinstance(body, dict) else None
         return body, f"{name}: HTTP {status} from Jolokia: {msg or text[:120]}", "http"
     if isinstance(body, dict) and body.get("status") == 403:
-        # Jolokia 2.x behind the Artemis console rejects a bad Origin with HTTP 200 and this body
+        # Jolokia 2.x (the Artemis console, the 2.x JVM agent) refuses a missing or bad Origin with HTTP 200 and this body
         return body, (
             f"{name}: Jolokia refused the request (status 403 in an HTTP {status} answer: "
             f"{str(body.get('error'))[:160]}); its strict Origin check: set `origin:` to a value "

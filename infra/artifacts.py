@@ -1,4 +1,5 @@
-"""Binary artifacts the Artemis and Kafka labs need, fetched once from Maven Central with Maven itself.
+"""Binary artifacts the labs need (Artemis, Kafka, the Jolokia JVM agent every lab JVM without a Jolokia of
+its own loads), fetched once from Maven Central with Maven itself.
 
     python -m infra.artifacts            # fetch what is missing, verify, unpack; prints the paths
     python -m infra.artifacts --check    # exit 1 (and say what to run) when something is missing
@@ -65,7 +66,8 @@ class Artifact:
 
 #: Apache ActiveMQ Artemis binary distribution (2.40.0's bin is served; 2.56.0's is not).
 ARTEMIS = Artifact("org.apache.activemq", "apache-artemis", "2.40.0", "tar.gz", "bin")
-#: The official Jolokia 2.x JVM agent (2.6.0 = newest served on 2026-11-25), for JVMs without Jolokia.
+#: The official Jolokia 2.x JVM agent (2.6.0 = newest served on 2026-11-25), for JVMs without Jolokia
+#: (configured read-only by infra/jvm_agents.py).
 JOLOKIA_AGENT = Artifact("org.jolokia", "jolokia-agent-jvm", "2.6.0", "jar", "javaagent")
 
 _UNPACKED_MARK = ".brokerscope-unpacked"

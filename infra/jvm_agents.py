@@ -1,34 +1,179 @@
-"""The Java agents the lab JVMs load, built from source with the JDK on first use: the read-only
-Jolokia agent of the ActiveMQ brokers (``infra/jolokia_agent``) and the GC ballast (``infra/gc_ballast``)."""
+"""The Java agents the lab JVMs load: the official Jolokia 2.x JVM agent (``org.jolokia:jolokia-agent-jvm``,
+fetched by ``infra.artifacts``), configured read-only, and the GC ballast (``infra/gc_ballast``, built
+from source with the JDK on first use).
+
+Jolokia: ``jolokia_jvm_args(conf_dir, ...)`` writes two files and returns the JVM arguments::
+
+    <conf_dir>/jolokia-access.xml        the policy: loopback clients, commands read, list, search and
+                                         version (exec and write get status 403); with strict_origin
+                                         <cors><strict-checking/></cors>
+    <conf_dir>/jolokia-agent.properties  (mode 0600) host=127.0.0.1, the port, discoveryEnabled=false,
+                                         policyLocation, disabledServices, user and password
+
+The command line carries only ``-javaagent:<jar>=config=<properties>``, so ``ps`` never shows the
+password. ``disabledServices`` turns off what the ``<commands>`` list does not restrict in 2.6.0: the
+JSR-160 proxy (a ``read`` with a ``target`` makes the agent open a JMX connection to the URL it is
+given; by default only ``ldap`` JNDI URLs are refused) and the notification backends (``notification``
+requests pass the policy whatever it lists).
+
+The port: ``port=0`` lets the kernel pick a free one as the agent binds, so nothing can take it
+between choosing and binding (a port chosen beforehand is free for any other process on a shared
+machine during the second or more before the JVM binds it, and the agent then fails while the JVM
+runs on). The agent prints ``Jolokia: Agent 2.6.0 started with URL http://127.0.0.1:<port>/jolokia and
+PID <pid>`` on stdout; ``wait_for_agent_url`` reads that line from the JVM's log, for that PID only,
+so the line of an earlier JVM in the same log is never taken. A restarted JVM is given its first
+port back by its lab.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
-import zipfile
+import time
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator
 
+from infra.artifacts import jolokia_agent_jar
+from infra.lab_logs import tail
 from infra.processes import LabError, java_tool
 
-__all__ = ["JOLOKIA_CORE_JAR", "JSON_SIMPLE_JAR", "agent_build_dir", "agent_jvm_arg", "ballast_jvm_arg",
-           "build_agent", "build_ballast"]
+__all__ = ["DISABLED_SERVICES", "JOLOKIA_ACCESS_FILE", "JOLOKIA_PROPERTIES_FILE", "READ_ONLY_COMMANDS",
+           "agent_build_dir", "ballast_jvm_arg", "build_ballast", "jolokia_jvm_args", "wait_for_agent_url"]
 
-JOLOKIA_CORE_JAR = Path("/usr/share/java/jolokia-core.jar")
-JSON_SIMPLE_JAR = Path("/usr/share/java/json-simple.jar")
-AGENT_SRC_DIR = Path(__file__).resolve().parent / "jolokia_agent"
-AGENT_JAR_NAME = "brokerscope-jolokia-agent.jar"
-AGENT_MAIN_CLASS = "brokerscope.jolokia.JolokiaAgent"
+JOLOKIA_ACCESS_FILE = "jolokia-access.xml"
+JOLOKIA_PROPERTIES_FILE = "jolokia-agent.properties"
+#: the only request types the agent serves; any other gets status 403 ("... not allowed due to policy used")
+READ_ONLY_COMMANDS = ("read", "list", "search", "version")
+#: Jolokia services a read-only agent goes without (see the module docstring)
+DISABLED_SERVICES = (
+    "org.jolokia.service.jsr160.Jsr160RequestHandler",
+    "org.jolokia.service.notif.pull.PullNotificationBackend",
+    "org.jolokia.service.notif.sse.SseNotificationBackend",
+)
+_AGENT_STARTED = re.compile(r"^Jolokia: Agent (?:\S+ )?started with URL (?P<url>\S+) and PID (?P<pid>\d+)\s*$", re.M)
+_AGENT_FAILED = "Could not start Jolokia agent"
+
+
+def _policy_xml(strict_origin: bool) -> str:
+    commands = "".join(f"    <command>{c}</command>\n" for c in READ_ONLY_COMMANDS)
+    # strict-checking alone (no <allow-origin>): a request without Origin or Referer gets status 403,
+    # any Origin passes
+    cors = "  <cors>\n    <strict-checking/>\n  </cors>\n" if strict_origin else ""
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            "<!-- written by infra/jvm_agents.py: the lab's read-only Jolokia policy -->\n"
+            "<restrict>\n  <remote>\n    <host>127.0.0.1</host>\n  </remote>\n"
+            f"  <commands>\n{commands}  </commands>\n{cors}</restrict>\n")
+
+
+def _property_value(value: str) -> str:
+    """``value`` as java.util.Properties.load reads it back (the file is ISO-8859-1: other characters,
+    and everything outside printable ASCII, as \\uXXXX escapes)."""
+    out = []
+    for i, ch in enumerate(value):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == " " and i == 0:
+            out.append("\\ ")  # a leading blank would be dropped
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            units = ch.encode("utf-16-be")  # a character beyond U+FFFF is two escapes (a surrogate pair)
+            out.extend(f"\\u{units[j]:02x}{units[j + 1]:02x}" for j in range(0, len(units), 2))
+    return "".join(out)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only from its first byte."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(text)
+
+
+def jolokia_jvm_args(
+    conf_dir: Path,
+    *,
+    port: int = 0,
+    user: str | None = None,
+    password: str | None = None,
+    strict_origin: bool = False,
+    threads: int | None = None,
+) -> list[str]:
+    """Write the agent's policy and properties into ``conf_dir``; the JVM arguments that load it.
+
+    ``port=0``: the kernel picks it (read it back with :func:`wait_for_agent_url`). ``user`` and
+    ``password`` switch on HTTP Basic auth; ``threads`` serves requests on that many threads (the
+    agent's default is one). ``-Dsun.net.httpserver.nodelay=true`` comes along: without it the JDK
+    HTTP server's answers on a kept-alive connection wait ~40 ms for the client's delayed ACK.
+    """
+    if (user is None) != (password is None):
+        raise ValueError("user and password go together")
+    conf_dir = Path(conf_dir).resolve()
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    properties_file = conf_dir / JOLOKIA_PROPERTIES_FILE
+    if "," in str(properties_file):
+        raise ValueError(f"{properties_file}: the agent splits its options at ',', so the path cannot hold one")
+    policy = conf_dir / JOLOKIA_ACCESS_FILE
+    policy.write_text(_policy_xml(strict_origin))
+    props = {
+        "host": "127.0.0.1",
+        "port": str(int(port)),
+        "discoveryEnabled": "false",
+        "policyLocation": policy.as_uri(),
+        "disabledServices": ",".join(DISABLED_SERVICES),
+    }
+    if user is not None:
+        props |= {"user": user, "password": password or ""}
+    if threads is not None:
+        props |= {"executor": "fixed", "threadNr": str(int(threads))}
+    _write_private(properties_file, "# written by infra/jvm_agents.py\n"
+                   + "".join(f"{k}={_property_value(v)}\n" for k, v in props.items()))
+    return ["-Dsun.net.httpserver.nodelay=true", f"-javaagent:{jolokia_agent_jar()}=config={properties_file}"]
+
+
+def wait_for_agent_url(log: Path, pid: int, timeout: float, *, since: int = 0,
+                       exited: "subprocess.Popen[bytes] | None" = None, what: str = "JVM") -> str:
+    """The URL the Jolokia agent of JVM ``pid`` reports in ``log`` (read from byte ``since``, where that
+    JVM's output starts). Fails at once when the agent says it could not start or ``exited`` ends."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(since)
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+        for m in _AGENT_STARTED.finditer(text):
+            if int(m.group("pid")) == pid:
+                return m.group("url").rstrip("/")
+        if _AGENT_FAILED in text:
+            raise LabError(f"the Jolokia agent of {what} (pid {pid}) failed to start.\n--- tail of {log} ---\n{tail(log)}")
+        if exited is not None and exited.poll() is not None:
+            raise LabError(f"{what} exited with code {exited.returncode} before its Jolokia agent listened.\n"
+                           f"--- tail of {log} ---\n{tail(log)}")
+        if time.monotonic() >= deadline:
+            raise LabError(f"timeout after {timeout:.1f}s waiting for the Jolokia agent of {what} (pid {pid}).\n"
+                           f"--- tail of {log} ---\n{tail(log)}")
+        time.sleep(0.02)
+
+
+# --------------------------------------------------------------------------------------------------
+# The GC ballast
+# --------------------------------------------------------------------------------------------------
+
+BALLAST_SRC_DIR = Path(__file__).resolve().parent / "gc_ballast"
+BALLAST_MAIN_CLASS = "brokerscope.ballast.GcBallast"
 
 
 def agent_build_dir() -> Path:
-    """``infra/jolokia_agent/build`` (gitignored) or ``$BROKERSCOPE_AGENT_BUILD_DIR``."""
+    """``infra/gc_ballast/build`` (gitignored) or ``$BROKERSCOPE_AGENT_BUILD_DIR``."""
     override = os.environ.get("BROKERSCOPE_AGENT_BUILD_DIR")
-    return Path(override) if override else AGENT_SRC_DIR / "build"
+    return Path(override) if override else BALLAST_SRC_DIR / "build"
 
 
 @contextlib.contextmanager
@@ -42,75 +187,20 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _skip_bundled_entry(name: str) -> bool:
-    upper = name.upper()
-    return (
-        name.endswith("/")
-        or upper == "META-INF/MANIFEST.MF"
-        or upper.startswith("META-INF/MAVEN/")
-        or upper.endswith((".SF", ".RSA", ".DSA", ".EC"))
-        or name.endswith("module-info.class")
-    )
-
-
-def build_agent(force: bool = False) -> Path:
-    """Build (if missing or older than its sources/dependencies) and return the agent jar.
-
-    The jar is self-contained: our classes plus the unpacked Debian jolokia-core 1.7.1 and json-simple
-    jars, so it works from any classpath (the javaagent is loaded by the system class loader, which
-    ActiveMQ's own class loader delegates to first). Safe to call concurrently (file lock).
-    """
-    deps = [JOLOKIA_CORE_JAR, JSON_SIMPLE_JAR]
-    missing = [str(d) for d in deps if not d.exists()]
-    if missing:
-        raise LabError(
-            f"missing {missing}: apt-get install libjolokia-core-java libjson-simple-java (infra/setup.sh)"
-        )
-    manifest = (
-        "Manifest-Version: 1.0\n"
-        f"Premain-Class: {AGENT_MAIN_CLASS}\n"
-        f"Agent-Class: {AGENT_MAIN_CLASS}\n"
-        f"Main-Class: {AGENT_MAIN_CLASS}\n"
-        "Implementation-Title: brokerscope read-only Jolokia agent (bundles Debian jolokia-core"
-        " 1.7.1 + json-simple)\n"
-    )
-    return _build_jar(AGENT_SRC_DIR, agent_build_dir() / AGENT_JAR_NAME, manifest, deps, force)
-
-
-BALLAST_SRC_DIR = Path(__file__).resolve().parent / "gc_ballast"
-BALLAST_MAIN_CLASS = "brokerscope.ballast.GcBallast"
-
-
 def build_ballast(force: bool = False) -> Path:
     """Build (if needed) and return the GC ballast agent jar (``infra/gc_ballast``): ``-javaagent:<jar>=mb=N``
-    gives a JVM a live set of N MiB of small, randomly linked objects (see GcBallast.java)."""
-    manifest = (
-        "Manifest-Version: 1.0\n"
-        f"Premain-Class: {BALLAST_MAIN_CLASS}\n"
-        f"Main-Class: {BALLAST_MAIN_CLASS}\n"
-    )
-    return _build_jar(BALLAST_SRC_DIR, agent_build_dir() / "brokerscope-gc-ballast.jar", manifest, [], force)
+    gives a JVM a live set of N MiB of small, randomly linked objects (see GcBallast.java).
 
-
-def ballast_jvm_arg(mb: int) -> str:
-    return f"-javaagent:{build_ballast()}=mb={int(mb)}"
-
-
-def _build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence[Path], force: bool) -> Path:
-    """javac the ``*.java`` of ``src_dir`` against ``deps``, bundle the deps' classes, jar with the manifest.
-
-    Rebuilt only when missing or older than a source or dependency; concurrent callers wait on a file lock.
+    Rebuilt only when missing or older than a source; concurrent callers wait on a file lock.
     """
+    jar_path = agent_build_dir() / "brokerscope-gc-ballast.jar"
     out_dir = jar_path.parent
-    sources = sorted(src_dir.glob("*.java"))
+    sources = sorted(BALLAST_SRC_DIR.glob("*.java"))
     if not sources:
-        raise LabError(f"no Java sources in {src_dir}")
+        raise LabError(f"no Java sources in {BALLAST_SRC_DIR}")
 
     def up_to_date() -> bool:
-        if force or not jar_path.exists():
-            return False
-        newest = max(p.stat().st_mtime for p in [*sources, *deps])
-        return jar_path.stat().st_mtime >= newest
+        return not force and jar_path.exists() and jar_path.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
 
     if up_to_date():
         return jar_path
@@ -121,22 +211,16 @@ def _build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence
         try:
             classes = tmp / "classes"
             classes.mkdir()
-            cmd = [java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn", "-d", str(classes)]
-            if deps:
-                cmd += ["-cp", os.pathsep.join(str(d) for d in deps)]
-            res = subprocess.run([*cmd, *map(str, sources)], capture_output=True, text=True)
+            res = subprocess.run([java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn", "-d",
+                                  str(classes), *map(str, sources)], capture_output=True, text=True)
             if res.returncode != 0:
                 raise LabError(f"javac failed ({res.returncode}):\n{res.stdout}{res.stderr}")
-            for dep in deps:
-                _unpack_into(dep, classes)
             manifest = tmp / "MANIFEST.MF"
-            manifest.write_text(manifest_text)
+            manifest.write_text(f"Manifest-Version: 1.0\nPremain-Class: {BALLAST_MAIN_CLASS}\n"
+                                f"Main-Class: {BALLAST_MAIN_CLASS}\n")
             tmp_jar = tmp / jar_path.name
-            res = subprocess.run(
-                [java_tool("jar"), "--create", "--file", str(tmp_jar), "--manifest", str(manifest),
-                 "-C", str(classes), "."],
-                capture_output=True, text=True,
-            )
+            res = subprocess.run([java_tool("jar"), "--create", "--file", str(tmp_jar), "--manifest", str(manifest),
+                                  "-C", str(classes), "."], capture_output=True, text=True)
             if res.returncode != 0:
                 raise LabError(f"jar failed ({res.returncode}):\n{res.stdout}{res.stderr}")
             os.replace(tmp_jar, jar_path)
@@ -145,43 +229,5 @@ def _build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence
     return jar_path
 
 
-def _unpack_into(dep: Path, classes: Path) -> None:
-    with zipfile.ZipFile(dep) as zf:
-        for info in zf.infolist():
-            if _skip_bundled_entry(info.filename):
-                continue
-            target = classes / info.filename
-            if target.exists():
-                raise LabError(f"bundling conflict: {info.filename} from {dep}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zf.read(info))
-
-
-def agent_jvm_arg(
-    jar: Path,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    path: str = "/jolokia",
-    port_file: Path | None = None,
-    user: str | None = None,
-    password_file: Path | None = None,
-    strict_origin: bool = False,
-    **extra: str,
-) -> str:
-    """``-javaagent:<jar>=...`` for the agent (values must not contain ',')."""
-    opts: dict[str, str] = {"host": host, "port": str(port), "path": path}
-    if port_file is not None:
-        opts["portFile"] = str(port_file)
-    if user is not None:
-        if password_file is None:
-            raise ValueError("user needs password_file")
-        opts["user"] = user
-        opts["passwordFile"] = str(password_file)
-    if strict_origin:
-        opts["strictOrigin"] = "true"
-    opts.update({k: str(v) for k, v in extra.items()})
-    for k, v in opts.items():
-        if "," in v or "," in k:
-            raise ValueError(f"agent option {k}={v!r} must not contain ','")
-    return f"-javaagent:{jar}=" + ",".join(f"{k}={v}" for k, v in opts.items())
+def ballast_jvm_arg(mb: int) -> str:
+    return f"-javaagent:{build_ballast()}=mb={int(mb)}"

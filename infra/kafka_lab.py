@@ -1,7 +1,8 @@
 """Real Apache Kafka 4.3.1 on loopback: a primary KRaft cluster of three combined broker+controller
 nodes, a DR cluster of one combined node, and MirrorMaker 2 in dedicated mode replicating
 primary → dr (topics, consumer-group checkpoints with offset sync, heartbeats); the official
-Jolokia 2.6.0 JVM agent on every JVM. Runs from the jars ``python -m infra.artifacts`` fetched.
+Jolokia 2.6.0 JVM agent, read-only (infra/jvm_agents.py), on every JVM. Runs from the jars
+``python -m infra.artifacts`` fetched.
 
     from infra.kafka_lab import KafkaLab
     with KafkaLab(Path("/tmp/kafka")) as lab:     # start(): 4 Kafka JVMs, the topic, then MM2
@@ -51,7 +52,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.artifacts import jolokia_agent_jar, kafka_classpath
+from infra.artifacts import kafka_classpath
+from infra.jvm_agents import jolokia_jvm_args
 from infra.kafka_clients import broker_ids, create_topic, topic_names
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import jolokia_request
@@ -184,8 +186,8 @@ class KafkaLab(LabProcesses):
             cfg.write_text(self._server_properties(node))
             self._format(node, cfg, classpath)
             main = [KAFKA_MAIN, str(cfg)]
-        agent = f"-javaagent:{jolokia_agent_jar()}=host=127.0.0.1,port={node.jolokia_port},discoveryEnabled=false"
-        cmd = [self.java, *self._jvm_args(ndir), agent, *marker_args(self.workdir, name), "-cp", classpath, *main]
+        agent = jolokia_jvm_args(ndir, port=node.jolokia_port)  # read-only, as in every lab JVM
+        cmd = [self.java, *self._jvm_args(ndir), *agent, *marker_args(self.workdir, name), "-cp", classpath, *main]
         proc, node.started_at = self._launch(name, cmd, ndir / "node.log", ndir, banner=f": {main[0]}")
         node.pid = proc.pid
         self._write_pids()

@@ -1,8 +1,8 @@
 """Real ActiveMQ Classic master/slave lab on loopback (Debian ``activemq`` 5.17 package).
 
 Two broker JVMs share one KahaDB directory guarded by the shared-file-locker, so exactly one of them is
-master. Each JVM runs our read-only Jolokia agent (``infra/jolokia_agent``, jolokia-core 1.7.1) on its own
-port, writes unified GC logs and its own logs under ``<workdir>/<name>/``.
+master. Each JVM runs the official Jolokia 2.6.0 JVM agent, read-only (``infra/jvm_agents.py``), on its
+own port, writes unified GC logs and its own logs under ``<workdir>/<name>/``.
 
     from infra.lab import ActiveMQPair
     with ActiveMQPair(Path("/tmp/lab")) as pair:      # start(): amq-a master, amq-b slave
@@ -24,13 +24,14 @@ Layout of ``<workdir>``::
     <name>/lib/               postgresql.jar link (store="jdbc-lease")
     <name>/conf/activemq.xml  rendered from infra/activemq/activemq.xml
     <name>/conf/log4j.xml     rendered from infra/activemq/log4j.xml
-    <name>/broker.log         JVM stdout+stderr (log4j console output, agent messages)
+    <name>/conf/jolokia-access.xml, jolokia-agent.properties   the agent's policy and options (0600:
+                              the password when the lab uses Basic auth; see infra/jvm_agents.py)
+    <name>/broker.log         JVM stdout+stderr (log4j console output, the agent's "started with URL" line)
     <name>/activemq.log       log4j file appender (upstream layout)
     <name>/gc.log             -Xlog:gc*,safepoint (rotated: gc.log.0 ... on restart)
-    <name>/jolokia.port       written by the agent once it listens
     <name>/data/              broker dataDirectory (tmp_storage etc.)
 
-CLI: ``python -m infra.lab start|stop|status|drill|build-agent --workdir DIR`` (default ``.lab/activemq``).
+CLI: ``python -m infra.lab start|stop|status|drill --workdir DIR`` (default ``.lab/activemq``).
 ``drill`` starts a pair, SIGKILLs the master, restarts it and prints the timings.
 """
 
@@ -44,19 +45,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal, Sequence
+from urllib.parse import urlsplit
 from xml.sax.saxutils import escape as _xml_escape
 
-from infra.jvm_agents import (  # noqa: F401 (re-exported: tests import them here)
-    JOLOKIA_CORE_JAR,
-    JSON_SIMPLE_JAR,
-    agent_jvm_arg,
-    ballast_jvm_arg,
-    build_agent,
-    build_ballast,
-)
+from infra.jvm_agents import ballast_jvm_arg, build_ballast, jolokia_jvm_args, wait_for_agent_url
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import jolokia_request, stomp_send
-from infra.lab_logs import tail
 from infra.processes import (  # LabError, free_port, java_tool, stop_recorded: also imported from here
     LabError,
     LabProcesses,
@@ -75,9 +69,7 @@ __all__ = [
     "BrokerProcess",
     "LabError",
     "Role",
-    "agent_jvm_arg",
     "ballast_jvm_arg",
-    "build_agent",
     "build_ballast",
     "jolokia_request",
     "stomp_send",
@@ -95,6 +87,7 @@ ACTIVEMQ_HOME = Path(os.environ.get("BROKERSCOPE_ACTIVEMQ_HOME", "/usr/share/act
 TEMPLATE_DIR = Path(__file__).resolve().parent / "activemq"
 
 BROKER_MBEAN_PATTERN = "org.apache.activemq:type=Broker,brokerName=*"
+AGENT_THREADS = 4
 
 # JVM module flags used by the Debian /usr/bin/activemq script for Java > 8.
 _ACTIVEMQ_JDK17_FLAGS = (
@@ -290,14 +283,11 @@ class ActiveMQPair(LabProcesses):
         if self._alive(name):
             return self._brokers[name]
         self._refuse_foreign(name)
-        jar = build_agent()
         bdir = self.workdir / name
         conf = bdir / "conf"
         data = bdir / "data"
         for d in (conf, data):
             d.mkdir(parents=True, exist_ok=True)
-        port_file = bdir / "jolokia.port"
-        port_file.unlink(missing_ok=True)
         log = bdir / "broker.log"
         activemq_log = bdir / "activemq.log"
         gc_log = bdir / "gc.log"
@@ -318,16 +308,11 @@ class ActiveMQPair(LabProcesses):
         (conf / "log4j.xml").write_text(
             _render("log4j.xml", {"ACTIVEMQ_LOG": str(activemq_log), "LOCKER_LOG_LEVEL": "INFO"})
         )
-        agent_opts: dict[str, Any] = {}
-        if self.jolokia_user is not None:
-            pw_file = self.workdir / "jolokia.password"
-            fd = os.open(pw_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write((self.jolokia_password or "") + "\n")
-            agent_opts = {"user": self.jolokia_user, "password_file": pw_file}
-        agent_arg = agent_jvm_arg(
-            jar, port=self._jolokia_ports[name], port_file=port_file, **agent_opts
-        )
+        # threads: the drills' 20 Hz role probes, the lab's role polls and the collector each get one, as
+        # with the lab's agent before; on the agent's single thread a scrape queues behind a probe and
+        # its send-time stamp runs ahead of what it read
+        agent_args = jolokia_jvm_args(conf, port=self._jolokia_ports[name], user=self.jolokia_user,
+                                      password=self.jolokia_password, threads=AGENT_THREADS)
         cmd = [
             self.java,
             f"-Xms{self.heap}",
@@ -335,10 +320,9 @@ class ActiveMQPair(LabProcesses):
             *self.gc_flags,
             f"-Xlog:gc*,safepoint:file={gc_log}:time,uptime,level,tags:filecount=5,filesize=10m",
             "-Duser.timezone=UTC",
-            "-Dsun.net.httpserver.nodelay=true",
             "-Djava.awt.headless=true",
             *marker_args(self.workdir, name),
-            agent_arg,
+            *agent_args,
             f"-Dlog4j.configuration=file:{conf / 'log4j.xml'}",
             f"-Dactivemq.home={ACTIVEMQ_HOME}",
             f"-Dactivemq.base={bdir}",
@@ -352,6 +336,7 @@ class ActiveMQPair(LabProcesses):
             "start",
             f"xbean:file:{conf / 'activemq.xml'}",
         ]
+        log_start = log.stat().st_size if log.exists() else 0  # this JVM's lines follow
         proc, started_at = self._launch(name, cmd, log, bdir, banner=f": {' '.join(cmd)}")
         broker = BrokerProcess(
             name=name, pid=proc.pid, jolokia_url="", openwire_url=f"tcp://127.0.0.1:{openwire_port}",
@@ -362,10 +347,10 @@ class ActiveMQPair(LabProcesses):
         self._brokers[name] = broker
         self._write_pids()
         try:
-            port = self._wait_port_file(name, port_file, timeout)
-            broker.jolokia_port = port
-            broker.jolokia_url = f"http://127.0.0.1:{port}/jolokia"
-            self._jolokia_ports[name] = port  # keep the same port across restarts
+            broker.jolokia_url = wait_for_agent_url(log, proc.pid, timeout, since=log_start, exited=proc,
+                                                    what=f"broker {name}")
+            broker.jolokia_port = urlsplit(broker.jolokia_url).port or 0
+            self._jolokia_ports[name] = broker.jolokia_port  # the same port after a restart
             self._write_pids()
             remaining = max(1.0, timeout - (time.time() - started_at))
             self._wait_until(name, lambda r: r != "down", remaining, "to register its Broker MBean")
@@ -456,37 +441,6 @@ class ActiveMQPair(LabProcesses):
         return self._wait_state(name, lambda left: self.role(name, timeout=min(2.0, max(0.2, left))), pred, timeout,
                                 what, log=self.workdir / name / "broker.log", every=0.05)
 
-    def _wait_port_file(self, name: str, port_file: Path, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        proc = self._procs[name]
-        log = self.workdir / name / "broker.log"
-        next_log_check = time.monotonic() + 0.25
-        while time.monotonic() < deadline:
-            try:
-                text = port_file.read_text().strip()
-                if text:
-                    return int(text)
-            except (OSError, ValueError):
-                pass
-            if time.monotonic() >= next_log_check:
-                next_log_check = time.monotonic() + 0.25
-                recent = tail(log, 200)
-                if "[brokerscope-jolokia] agent failed to start" in recent.rsplit("==== ", 1)[-1]:
-                    raise LabError(
-                        f"Jolokia agent of {name} failed to start.\n--- tail of {log} ---\n{tail(log)}"
-                    )
-            if proc.poll() is not None:
-                raise LabError(
-                    f"broker {name} exited with code {proc.returncode} before its Jolokia agent listened.\n"
-                    f"--- tail of {self.workdir / name / 'broker.log'} ---\n"
-                    f"{tail(self.workdir / name / 'broker.log')}"
-                )
-            time.sleep(0.02)
-        raise LabError(
-            f"timeout after {timeout:.1f}s waiting for the Jolokia agent of {name} ({port_file}).\n"
-            f"--- tail of {self.workdir / name / 'broker.log'} ---\n{tail(self.workdir / name / 'broker.log')}"
-        )
-
 
 # --------------------------------------------------------------------------------------------------
 # CLI
@@ -541,15 +495,10 @@ def _arguments(ap) -> None:
     ap.add_argument("--jolokia-password")
 
 
-def _build_agent(args, ap) -> int:
-    print(build_agent(force=True))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     return run(LabCli(prog="python -m infra.lab", description=__doc__.split("\n")[0], workdir=Path(".lab/activemq"),
                       recorded="brokers", make=_make, report=_report, drill=_drill, status_line=_status_line,
-                      stop=stop_recorded, add_arguments=_arguments, extra={"build-agent": _build_agent}), argv)
+                      stop=stop_recorded, add_arguments=_arguments), argv)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 #
 #   sudo infra/setup.sh            # or as root; PYTHON=/path/to/python3 to pick the interpreter
 #
-# 1. apt: activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless, maven, prometheus,
+# 1. apt: activemq openjdk-17-jdk-headless, maven, prometheus,
 #    prometheus-alertmanager, chromium + chromium-driver (dashboard browser tests), postgresql +
 #    libpostgresql-jdbc-java (lease split-brain drill),
 #    zookeeper and libservlet-api-java (the ZooKeeper lab's AdminServer needs servlet-api.jar) (apt-get update only
@@ -11,19 +11,19 @@
 # 2. make sure the Debian activemq service is stopped and disabled (the lab starts its own JVMs; a
 #    system broker would hold 61616/8161)
 # 3. pip install -e '.[test]' when this checkout's package or a test dependency is not importable
-# 4. build the read-only Jolokia agent jar (infra.lab.build_agent)
-# 5. fetch with Maven, once, checksum-verified, into ~/.cache/brokerscope (BROKERSCOPE_CACHE): the
+# 4. fetch with Maven, once, checksum-verified, into ~/.cache/brokerscope (BROKERSCOPE_CACHE): the
 #    Kafka 4.3.1 jars (brokers, Connect, MirrorMaker 2, tools; infra.kafka_lab runs from them), the
-#    Apache Artemis 2.40.0 distribution (unpacked for infra.artemis_lab) and the Jolokia 2.x JVM
-#    agent (python -m infra.artifacts)
-# 6. fetch with Maven, once, checksum-verified, into the same cache: delta-spark's jars for Spark
+#    Apache Artemis 2.40.0 distribution (unpacked for infra.artemis_lab) and the official Jolokia
+#    2.6.0 JVM agent (every lab JVM without a Jolokia of its own loads it, read-only: infra/jvm_agents.py)
+#    (python -m infra.artifacts)
+# 5. fetch with Maven, once, checksum-verified, into the same cache: delta-spark's jars for Spark
 #    (io.delta:delta-spark_4.2_2.13:4.4.0 and what it needs beyond pyspark/jars; python -m infra.delta_jars)
 # Fast no-op when everything is in place.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
-PACKAGES=(activemq libjolokia-core-java libjson-simple-java openjdk-17-jdk-headless maven zookeeper libservlet-api-java
+PACKAGES=(activemq openjdk-17-jdk-headless maven zookeeper libservlet-api-java
           prometheus prometheus-alertmanager chromium chromium-driver postgresql libpostgresql-jdbc-java)
 
 say() { printf '[setup] %s\n' "$*"; }
@@ -102,14 +102,10 @@ else
     say "note: no cargo: the GC parser runs on its Python implementation"
 fi
 
-# ---------------------------------------------------------------- 4. Jolokia agent jar
-jar="$("$PYTHON" -c 'from infra.lab import build_agent; print(build_agent())')"
-say "jolokia agent: $jar"
-
-# ---------------------------------------------------------------- 5. Artemis distribution, Jolokia JVM agent
+# ---------------------------------------------------------------- 4. Kafka jars, Artemis distribution, Jolokia JVM agent
 "$PYTHON" -m infra.artifacts | while read -r line; do say "$line"; done
 
-# ---------------------------------------------------------------- 6. delta-spark jars (native Delta on Spark)
+# ---------------------------------------------------------------- 5. delta-spark jars (native Delta on Spark)
 delta_jar_list="$("$PYTHON" -m infra.delta_jars)"
 say "delta-spark jars: $(dirname "$(printf '%s\n' "$delta_jar_list" | head -1)") ($(printf '%s\n' "$delta_jar_list" | wc -l) jars)"
 say "done"

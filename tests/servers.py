@@ -1,5 +1,6 @@
-"""Real processes and servers for tests: a JVM with our Jolokia agent, and HTTP endpoints that
-misbehave the ways real ones do (an HTML login page, a body cut mid-JSON)."""
+"""Real processes and servers for tests: a JVM with the lab's Jolokia agent (the official 2.6.0 JVM
+agent, read-only), and HTTP endpoints that misbehave the ways real ones do (an HTML login page, a
+body cut mid-JSON)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,42 +23,36 @@ HERE = Path(__file__).resolve().parent
 class AgentJVM:
     url: str
     pid: int
+    conf_dir: Path  # the agent's jolokia-access.xml and jolokia-agent.properties
+    log: Path  # the JVM's stdout+stderr
+
+    def request(self, body: Any = None, **kw: Any) -> tuple[int, Any]:
+        """``infra.lab_clients.jolokia_request`` against this agent."""
+        from infra.lab_clients import jolokia_request
+
+        return jolokia_request(self.url, body, **kw)
 
 
 @contextmanager
-def agent_jvm(tmp: Path, user: str | None = None, password: str | None = None, strict_origin: bool = False) -> Iterator[AgentJVM]:
-    """Start `java -javaagent:<our agent> IdleMain.java`; yield its Jolokia URL and PID; stop by PID."""
-    from infra.lab import agent_jvm_arg, build_agent
+def agent_jvm(tmp: Path, user: str | None = None, password: str | None = None,
+              strict_origin: bool = False) -> Iterator[AgentJVM]:
+    """Start ``java <the lab's Jolokia agent> IdleMain.java`` (an otherwise idle JVM); yield its Jolokia URL
+    and PID; stop it by PID."""
+    from infra.jvm_agents import jolokia_jvm_args, wait_for_agent_url
 
-    jar = build_agent()
-    port_file = tmp / f"agent-{time.monotonic_ns()}.port"
-    pw_file = None
-    if user:
-        pw_file = tmp / "agent.pw"
-        pw_file.write_text(password or "")
-    arg = agent_jvm_arg(jar, port_file=port_file, user=user, password_file=pw_file, strict_origin=strict_origin)
-    log = open(tmp / "agent-jvm.log", "wb")
-    proc = subprocess.Popen(
-        ["java", "-Xmx64m", "-Dsun.net.httpserver.nodelay=true", arg, str(HERE / "java" / "IdleMain.java")],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    conf_dir = tmp / f"agent-jvm-{time.monotonic_ns()}"
+    args = jolokia_jvm_args(conf_dir, user=user, password=password, strict_origin=strict_origin)
+    log = conf_dir / "agent-jvm.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["java", "-Xmx64m", *args, str(HERE / "java" / "IdleMain.java")],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and port_file.read_text().strip()):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"agent JVM did not start: {(tmp / 'agent-jvm.log').read_text()[-2000:]}")
-            time.sleep(0.05)
-        yield AgentJVM(f"http://127.0.0.1:{int(port_file.read_text())}/jolokia", proc.pid)
+        url = wait_for_agent_url(log, proc.pid, 60, exited=proc, what="the agent JVM")
+        yield AgentJVM(url, proc.pid, conf_dir, log)
     finally:
         if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGCONT)
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
+            os.kill(proc.pid, signal.SIGCONT)  # a test may have left it stopped
+        stop_process(proc)
 
 
 def free_port() -> int:
@@ -119,9 +114,6 @@ def bad_http(mode: str) -> Iterator[str]:
 
 def stop_process(proc, grace: float = 10.0) -> None:
     """Stop a server the test started (a subprocess.Popen): SIGTERM, then SIGKILL after `grace` s."""
-    import signal
-    import subprocess
-
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -109,3 +109,29 @@ def test_network_bridge_from_catalog_names():
     assert (br["flow"], br["source_cluster"], br["target_cluster"], br["client"], br["lag_messages"]) == (
         "network-bridge", "amq-a", "amq-dc2", "to-dc2", 25.0)
     assert br["group_name"] == "store-1"
+
+
+def test_the_1x_drill_recording_still_reads_as_1x_and_normalizes():
+    """Jolokia 1.x stays covered by what was recorded from it: the kill-master drill recording
+    (jolokia-core 1.7.1, the lab's agent when it was made) keeps its 1.x shapes — canonical keys,
+    string markers — and every answered scrape of it becomes one row: master, slave, or starting
+    (the restarted broker before its broker MBean is registered: 404, the 1.x text)."""
+    from collectors.recording import observation_from_envelope, read_envelopes
+
+    envs = list(read_envelopes(Path(__file__).parent / "fixtures" / "drill_kill_master.jsonl.gz"))
+    answered = [e for e in envs if isinstance(e.get("response"), list)]
+    assert len(answered) >= 30
+    slave = next(e for e in answered if e["target"] == "amq-b")
+    (totals,) = slave["response"][1]["value"]
+    assert totals == "org.apache.activemq:brokerName=amq-b,type=Broker"  # canonical (1.x default)
+    assert slave["response"][1]["value"][totals]["BrokerId"].startswith("ERROR: java.lang.IllegalStateException")
+    roles = set()
+    for env in answered:
+        rows = PACK.normalize(observation_from_envelope(env, "activemq", "store-1"), "k").broker_state
+        (row,) = rows
+        roles.add((env["target"], row["role"]))
+        if row["role"] == "starting":
+            assert row["error"].endswith("found for reading attributes")
+        else:
+            assert row["error"] is None
+    assert {("amq-a", "master"), ("amq-b", "slave"), ("amq-b", "master"), ("amq-a", "starting")} <= roles

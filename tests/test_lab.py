@@ -1,29 +1,34 @@
-"""Real-JVM tests of the read-only Jolokia agent and the ActiveMQ Classic master/slave lab (no mocks)."""
+"""Real-JVM tests of the lab's Jolokia agent (the official 2.6.0 JVM agent, read-only) and the ActiveMQ
+Classic master/slave lab (no mocks)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
+import stat
 import time
 import urllib.error
 import urllib.request
 import xml.dom.minidom
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from infra.lab import (TEMPLATE_DIR, ActiveMQPair, LabError, _render, agent_jvm_arg, build_agent, jolokia_request,
-                       stomp_send)
-
-try:
-    from lab_fixtures import AgentJVM, activemq_pair, agent_jar, agent_jvm, requires_lab  # noqa: F401
-except ImportError:  # tests/ imported as a package
-    from tests.lab_fixtures import AgentJVM, activemq_pair, agent_jar, agent_jvm, requires_lab  # noqa: F401
+from collectors.activemq import ActiveMQPack
+from collectors.base import Observation, scrape_requests
+from infra.artifacts import jolokia_agent_jar
+from infra.jvm_agents import DISABLED_SERVICES, JOLOKIA_ACCESS_FILE, JOLOKIA_PROPERTIES_FILE, jolokia_jvm_args
+from infra.lab import TEMPLATE_DIR, ActiveMQPair, LabError, _render, jolokia_request, stomp_send
+from tests.lab_fixtures import activemq_pair, agent_jar, agent_jvm, requires_lab  # noqa: F401
+from tests.servers import AgentJVM
+from tests.servers import agent_jvm as start_agent_jvm
 
 BROKER = "org.apache.activemq:type=Broker,brokerName=*"
 QUEUES = "org.apache.activemq:type=Broker,brokerName=*,destinationType=Queue,destinationName=*"
 LAB_QUEUE = "org.apache.activemq:type=Broker,brokerName=*,destinationType=Queue,destinationName=BROKERSCOPE.LAB"
+#: a password the properties file must escape (backslash, leading blank, beyond ISO-8859-1, beyond U+FFFF)
+AWKWARD_PASSWORD = " pw\\with:=#!ü€😀"
 
 
 # ------------------------------------------------------------------ no JVM
@@ -50,11 +55,27 @@ def test_templates_render_to_wellformed_xml(tmp_path: Path) -> None:
     assert (TEMPLATE_DIR / "activemq.xml").exists()
 
 
-def test_agent_jvm_arg_rejects_commas(tmp_path: Path) -> None:
-    arg = agent_jvm_arg(tmp_path / "a.jar", port=0, strict_origin=True)
-    assert arg.endswith("host=127.0.0.1,port=0,path=/jolokia,strictOrigin=true")
+@requires_lab
+def test_agent_files_read_only_policy_and_private_password(tmp_path: Path) -> None:
+    args = jolokia_jvm_args(tmp_path / "conf", port=0, user="scope", password="pw-1", strict_origin=True)
+    props = tmp_path / "conf" / JOLOKIA_PROPERTIES_FILE
+    assert args == ["-Dsun.net.httpserver.nodelay=true", f"-javaagent:{jolokia_agent_jar()}=config={props}"]
+    assert not any("pw-1" in a for a in args)  # the password is in the file only, never on the command line
+    assert stat.S_IMODE(props.stat().st_mode) == 0o600
+    text = props.read_text()
+    assert "host=127.0.0.1\n" in text and "port=0\n" in text and "discoveryEnabled=false\n" in text
+    assert f"disabledServices={','.join(DISABLED_SERVICES)}\n" in text and "password=pw-1\n" in text
+    policy = xml.dom.minidom.parse(str(tmp_path / "conf" / JOLOKIA_ACCESS_FILE))
+    assert [c.firstChild.data for c in policy.getElementsByTagName("command")] == ["read", "list", "search", "version"]
+    assert policy.getElementsByTagName("strict-checking")
+    assert [h.firstChild.data for h in policy.getElementsByTagName("host")] == ["127.0.0.1"]
+    jolokia_jvm_args(tmp_path / "conf")  # rewritten: no auth, no strict Origin
+    assert "password" not in props.read_text()
+    assert not xml.dom.minidom.parse(str(tmp_path / "conf" / JOLOKIA_ACCESS_FILE)).getElementsByTagName("cors")
     with pytest.raises(ValueError):
-        agent_jvm_arg(tmp_path / "a.jar", port_file=tmp_path / "x,y")
+        jolokia_jvm_args(tmp_path / "a,b")  # the agent would split its option at the comma
+    with pytest.raises(ValueError):
+        jolokia_jvm_args(tmp_path / "conf", user="scope")
 
 
 # ------------------------------------------------------------------ agent (bare JVM)
@@ -63,25 +84,19 @@ def test_agent_jvm_arg_rejects_commas(tmp_path: Path) -> None:
 @requires_lab
 @pytest.mark.slow
 @pytest.mark.lab
-def test_build_agent_is_cached(agent_jar: Path) -> None:
-    mtime = agent_jar.stat().st_mtime_ns
-    assert build_agent() == agent_jar
-    assert agent_jar.stat().st_mtime_ns == mtime
-
-
-@requires_lab
-@pytest.mark.slow
-@pytest.mark.lab
 def test_agent_version_get(agent_jvm: AgentJVM) -> None:
     with urllib.request.urlopen(agent_jvm.url + "/version", timeout=5) as resp:
         assert resp.status == 200
-        assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"  # Jolokia default mimeType
+        assert resp.headers["Content-Type"] == "application/json; charset=utf-8"  # 2.x default (1.x: text/plain)
         body = json.loads(resp.read().decode("utf-8"))
     assert body["status"] == 200
-    assert body["value"]["agent"] == "1.7.1"
-    assert body["value"]["protocol"] == "7.2"
-    assert body["value"]["config"]["agentType"] == "jvm"
+    assert body["value"]["agent"] == "2.6.0"
+    assert body["value"]["protocol"] == "8.2"
+    config = body["value"]["config"]
+    assert config["discoveryEnabled"] == "false" and config["policyLocation"].endswith(JOLOKIA_ACCESS_FILE)
+    assert body["value"]["details"]["secured"] is False  # no user on this JVM
     assert isinstance(body["timestamp"], int)
+    assert "Using policy access restrictor file:" in agent_jvm.log.read_text()
 
 
 @requires_lab
@@ -91,9 +106,9 @@ def test_agent_get_read_and_mime_type(agent_jvm: AgentJVM) -> None:
     status, body = agent_jvm.request(get_path="read/java.lang:type=Memory/HeapMemoryUsage/used")
     assert status == 200 and body["status"] == 200
     assert isinstance(body["value"], int) and body["value"] > 0
-    with urllib.request.urlopen(agent_jvm.url + "/read/java.lang:type=Runtime/VmName?mimeType=application/json",
+    with urllib.request.urlopen(agent_jvm.url + "/read/java.lang:type=Runtime/VmName?mimeType=text/plain",
                                 timeout=5) as resp:
-        assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
+        assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
         assert json.loads(resp.read())["value"]
 
 
@@ -106,55 +121,65 @@ def test_agent_bulk_post_mixed_statuses(agent_jvm: AgentJVM) -> None:
         {"type": "read", "mbean": "java.lang:type=DoesNotExist", "attribute": "X"},
         {"type": "search", "mbean": "nothing.here:*"},
         {"type": "read", "mbean": "brokerscope:name=Zürich€", "attribute": "X"},
+        {"type": "list", "path": "java.lang/type=Runtime/attr"},
     ])
     assert status == 200  # bulk: HTTP 200, per-item status, request order kept
-    assert [item["status"] for item in body] == [200, 404, 200, 404]
+    assert [item["status"] for item in body] == [200, 404, 200, 404, 200]
     assert isinstance(body[0]["value"], int)
-    assert body[1]["error_type"] == "javax.management.InstanceNotFoundException"
-    assert "stacktrace" not in body[1]  # includeStackTrace=false by default in our agent
+    assert body[1]["error_type"] == body[1]["error_type_jmx"] == "javax.management.InstanceNotFoundException"
+    assert body[1][".error"] is True and "stacktrace" not in body[1]  # includeStackTrace=false by default
     assert body[2]["value"] == []  # search without match: empty list, status 200
     assert "Zürich€" in body[3]["error"]  # UTF-8 both ways
+    assert "Uptime" in body[4]["value"]
 
 
 @requires_lab
 @pytest.mark.slow
 @pytest.mark.lab
-def test_agent_refuses_exec_and_write(agent_jvm: AgentJVM) -> None:
+def test_agent_refuses_exec_write_and_what_the_policy_does_not_list(agent_jvm: AgentJVM) -> None:
     status, body = agent_jvm.request([
         {"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc"},
         {"type": "write", "mbean": "java.lang:type=Memory", "attribute": "Verbose", "value": True},
         {"type": "read", "mbean": "java.lang:type=Memory", "attribute": "Verbose"},
+        # proxy mode off (disabledServices): the target is ignored, the agent's own JVM answers
+        {"type": "read", "mbean": "java.lang:type=Memory", "attribute": "Verbose",
+         "target": {"url": "service:jmx:rmi:///jndi/rmi://127.0.0.1:1/jmxrmi"}},
     ])
     assert status == 200
-    assert [item["status"] for item in body] == [403, 403, 200]
-    assert body[0]["error"] == "java.lang.Exception : Operation gc forbidden for MBean java.lang:type=Memory"
-    assert "Writing attribute Verbose forbidden" in body[1]["error"]
-    assert body[2]["value"] is False
+    assert [item["status"] for item in body] == [403, 403, 200, 200]
+    assert body[0]["error"] == "Operation gc forbidden for MBean java.lang:type=Memory"
+    assert body[1]["error"] == "Writing attribute Verbose forbidden for MBean java.lang:type=Memory"
+    assert body[2]["value"] is False and body[3]["value"] is False
     status, single = agent_jvm.request(get_path="exec/java.lang:type=Memory/gc")
     assert status == 200 and single["status"] == 403
+    # 2.6.0 lets `notification` through whatever <commands> lists; without backends it subscribes nothing
+    _, reg = agent_jvm.request({"type": "notification", "command": "register"})
+    assert reg["status"] == 200 and reg["value"]["backend"] == {}
+    _, add = agent_jvm.request({"type": "notification", "command": "add", "client": reg["value"]["id"],
+                                "mode": "pull", "mbean": "JMImplementation:type=MBeanServerDelegate"})
+    assert add["status"] == 500 and "No notification backend of type 'pull'" in add["error"]
 
 
 @requires_lab
 @pytest.mark.slow
 @pytest.mark.lab
 def test_agent_bad_json_and_method(agent_jvm: AgentJVM) -> None:
-    req = urllib.request.Request(agent_jvm.url, data=b"not json", method="POST")
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        body = json.loads(resp.read())
-    assert resp.status == 200 and body["status"] == 400  # like Jolokia 1.x JVM agent
-    req = urllib.request.Request(agent_jvm.url, method="DELETE")
-    with pytest.raises(urllib.error.HTTPError) as err:
-        urllib.request.urlopen(req, timeout=5)
-    assert err.value.code == 405
+    # 2.x answers both with HTTP 400 and a text body (the 1.x agent: HTTP 200 + status 400, and 405)
+    for method, data, why in (("POST", b"not json", "Invalid JSON request"),
+                              ("DELETE", None, "HTTP Method DELETE is not supported.")):
+        req = urllib.request.Request(agent_jvm.url, data=data, method=method)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=5)
+        assert err.value.code == 400 and why in err.value.read().decode()
 
 
 @requires_lab
 @pytest.mark.slow
 @pytest.mark.lab
 def test_agent_basic_auth_and_strict_origin(agent_jar: Path, tmp_path: Path) -> None:
-    pw = tmp_path / "pw"
-    pw.write_text("s3cret\n")
-    with AgentJVM(agent_jar, tmp_path, user="jolokia", password_file=pw, strict_origin=True) as jvm:
+    with start_agent_jvm(tmp_path, user="jolokia", password=AWKWARD_PASSWORD, strict_origin=True) as jvm:
+        cmdline = Path(f"/proc/{jvm.pid}/cmdline").read_bytes().decode("utf-8", "replace")
+        assert "with:=" not in cmdline and f"config={jvm.conf_dir / JOLOKIA_PROPERTIES_FILE}" in cmdline
         origin = {"Origin": "http://localhost"}
         status, _ = jvm.request(get_path="version", headers=origin)
         assert status == 401
@@ -165,28 +190,16 @@ def test_agent_basic_auth_and_strict_origin(agent_jar: Path, tmp_path: Path) -> 
         assert err.value.headers["WWW-Authenticate"].startswith('Basic realm="jolokia"')
         status, _ = jvm.request(get_path="version", user="jolokia", password="wrong", headers=origin)
         assert status == 401
-        status, body = jvm.request(get_path="version", user="jolokia", password="s3cret", headers=origin)
-        assert status == 200 and body["status"] == 200
-        # strictOrigin: authenticated but neither Origin nor Referer -> HTTP 403 (Jolokia error JSON body)
-        status, body = jvm.request(get_path="version", user="jolokia", password="s3cret")
-        assert status == 403
-        assert body["status"] == 403 and "not allowed" in body["error"]
-        status, body = jvm.request({"type": "version"}, user="jolokia", password="s3cret",
+        status, body = jvm.request(get_path="version", user="jolokia", password=AWKWARD_PASSWORD, headers=origin)
+        assert status == 200 and body["status"] == 200 and body["value"]["details"]["secured"] is True
+        # strict-checking: authenticated but neither Origin nor Referer -> HTTP 200 with status 403 in the
+        # body (the 1.x agent answered HTTP 403)
+        status, body = jvm.request(get_path="version", user="jolokia", password=AWKWARD_PASSWORD)
+        assert status == 200
+        assert body["status"] == 403 and body["error"] == "Origin null is not allowed to call this agent"
+        status, body = jvm.request({"type": "version"}, user="jolokia", password=AWKWARD_PASSWORD,
                                    headers={"Referer": "http://localhost/x"})
         assert status == 200 and body["status"] == 200
-
-
-@requires_lab
-@pytest.mark.slow
-@pytest.mark.lab
-def test_agent_threads_do_not_keep_jvm_alive(agent_jar: Path, tmp_path: Path) -> None:
-    # main() returns at once (stdin is /dev/null): the JVM must exit although the agent listens
-    res = subprocess.run(
-        ["java", "-Xmx64m", agent_jvm_arg(agent_jar, port=0, port_file=tmp_path / "p"), "-jar", str(agent_jar)],
-        stdin=subprocess.DEVNULL, capture_output=True, timeout=20,
-    )
-    assert res.returncode == 0
-    assert (tmp_path / "p").read_text().strip().isdigit()
 
 
 # ------------------------------------------------------------------ ActiveMQ pair
@@ -219,6 +232,7 @@ def test_pair_one_master_one_slave(activemq_pair: ActiveMQPair) -> None:
         assert b"-Duser.timezone=UTC" in cmdline
         assert os.path.basename(cmdline[0]) == b"java"  # one JVM per broker, no wrapper shell
         assert "Using G1" in b.gc_log.read_text()
+        assert "executor=fixed\nthreadNr=4\n" in (b.workdir / "conf" / JOLOKIA_PROPERTIES_FILE).read_text()
     assert "Apache ActiveMQ 5.17.2 (amq-a," in pair.brokers["amq-a"].log.read_text()
     assert "is now in slave mode waiting a lock" in pair.brokers["amq-b"].activemq_log.read_text()
 
@@ -227,6 +241,8 @@ def test_pair_one_master_one_slave(activemq_pair: ActiveMQPair) -> None:
 @pytest.mark.slow
 @pytest.mark.lab
 def test_slave_and_master_jolokia_answers(activemq_pair: ActiveMQPair) -> None:
+    """What the 2.6.0 agent answers for the real broker (the 1.7.1 answers are in
+    tests/fixtures/activemq_bulk_master_slave.json and drill_kill_master.jsonl.gz)."""
     master, slave = activemq_pair.brokers["amq-a"], activemq_pair.brokers["amq-b"]
     status, body = jolokia_request(slave.jolokia_url, [
         {"type": "read", "mbean": BROKER, "attribute": "Slave"},
@@ -234,14 +250,24 @@ def test_slave_and_master_jolokia_answers(activemq_pair: ActiveMQPair) -> None:
         {"type": "read", "mbean": BROKER, "attribute": ["Slave", "BrokerId"]},
         {"type": "read", "mbean": BROKER, "attribute": ["Slave", "BrokerId"], "config": {"ignoreErrors": True}},
         {"type": "read", "mbean": QUEUES},
+        {"type": "search", "mbean": "org.apache.activemq:*"},
     ])
     assert status == 200
-    assert [i["status"] for i in body] == [200, 500, 500, 200, 404]
-    assert body[0]["value"] == {"org.apache.activemq:brokerName=amq-b,type=Broker": {"Slave": True}}
-    assert body[1]["error"] == "java.lang.IllegalStateException : Broker is not yet started."
-    tolerant = body[3]["value"]["org.apache.activemq:brokerName=amq-b,type=Broker"]
-    assert tolerant["Slave"] is True and tolerant["BrokerId"].startswith("ERROR: java.lang.IllegalStateException")
+    assert [i["status"] for i in body] == [200, 500, 500, 200, 404, 200]
+    # keys as registered (canonicalNaming=false since 2.5; 1.7.1: brokerName=amq-b,type=Broker) while a
+    # pattern's echo is canonical, as in 1.7.1
+    assert body[0]["value"] == {"org.apache.activemq:type=Broker,brokerName=amq-b": {"Slave": True}}
+    assert body[0]["request"]["mbean"] == "org.apache.activemq:brokerName=*,type=Broker"
+    # a waiting slave: Slave answers, BrokerId throws (1.7.1: "java.lang.IllegalStateException : Broker ...")
+    assert (body[1]["error_type"], body[1]["error"]) == ("java.lang.IllegalStateException", "Broker is not yet started.")
+    tolerant = body[3]["value"]["org.apache.activemq:type=Broker,brokerName=amq-b"]
+    assert tolerant["Slave"] is True  # the marker is an object (1.7.1: the string "ERROR: ... (class ...)")
+    assert tolerant["BrokerId"] == {".error": True, "error_type": "javax.management.RuntimeMBeanException",
+                                    "error_type_jmx": "javax.management.RuntimeMBeanException",
+                                    "error": "java.lang.IllegalStateException: Broker is not yet started."}
     assert body[4]["error_type"] == "javax.management.InstanceNotFoundException"
+    assert body[4]["error"].endswith("found for READ request")  # 1.7.1: "... found for reading attributes"
+    assert body[5]["value"] == ["org.apache.activemq:type=Broker,brokerName=amq-b"]  # nothing else on a slave
 
     stomp_send(master.stomp_url, "/queue/BROKERSCOPE.LAB", ["one", "twö"])
     status, body = jolokia_request(master.jolokia_url, [
@@ -249,10 +275,34 @@ def test_slave_and_master_jolokia_answers(activemq_pair: ActiveMQPair) -> None:
         {"type": "read", "mbean": LAB_QUEUE, "attribute": ["QueueSize", "EnqueueCount"]},
     ])
     assert [i["status"] for i in body] == [200, 200]
-    assert body[0]["value"]["org.apache.activemq:brokerName=amq-a,type=Broker"]["Slave"] is False
-    queue = body[1]["value"]["org.apache.activemq:brokerName=amq-a,destinationName=BROKERSCOPE.LAB,"
-                             "destinationType=Queue,type=Broker"]
+    assert body[0]["value"]["org.apache.activemq:type=Broker,brokerName=amq-a"]["Slave"] is False
+    queue = body[1]["value"]["org.apache.activemq:type=Broker,brokerName=amq-a,destinationType=Queue,"
+                             "destinationName=BROKERSCOPE.LAB"]
     assert queue == {"QueueSize": 2, "EnqueueCount": 2}
+
+
+@requires_lab
+@pytest.mark.slow
+@pytest.mark.lab
+def test_activemq_pack_on_the_2x_agent_answers(activemq_pair: ActiveMQPair) -> None:
+    """The pack's own scrape of the real pair turns into the rows test_activemq_pack gets from 1.7.1."""
+    pack = ActiveMQPack()
+    requests = scrape_requests(pack)
+    rows = {}
+    for name, b in activemq_pair.brokers.items():
+        status, answer = jolokia_request(b.jolokia_url, requests)
+        assert status == 200
+        obs = Observation(datetime.now(timezone.utc), name, "activemq", None, requests, answer, None, 1.0)
+        rows[name] = pack.normalize(obs, "k")
+    (master,) = rows["amq-a"].broker_state
+    assert (master["role"], master["broker_name"], master["error"], master["health"]) == ("master", "amq-a", None, "Good")
+    assert master["broker_id"].startswith("ID:") and master["store"].startswith("KahaDBPersistenceAdapter[")
+    assert master["group_name"] == master["store"]  # no group configured: the store is the HA group
+    assert "BROKERSCOPE.LAB" in {d["destination"] for d in rows["amq-a"].destination_stats}
+    (slave,) = rows["amq-b"].broker_state
+    assert (slave["role"], slave["active"], slave["broker_name"], slave["error"]) == ("slave", False, "amq-b", None)
+    assert slave["broker_id"] is None and slave["total_enqueued"] is None  # the object markers are facts
+    assert rows["amq-b"].destination_stats == []
 
 
 @requires_lab
@@ -317,7 +367,9 @@ def test_basic_auth_lab_single_broker(agent_jar: Path, tmp_path: Path) -> None:
         assert pair.wait_for_role("amq-a", "master", 30)
         assert jolokia_request(b.jolokia_url, get_path="version")[0] == 401
         assert jolokia_request(b.jolokia_url, get_path="version", **pair.jolokia_auth())[0] == 200
-        assert oct((tmp_path / "jolokia.password").stat().st_mode & 0o777) == "0o600"
+        props = tmp_path / "amq-a" / "conf" / JOLOKIA_PROPERTIES_FILE
+        assert stat.S_IMODE(props.stat().st_mode) == 0o600 and "password=pw-1\n" in props.read_text()
+        assert b"pw-1" not in Path(f"/proc/{b.pid}/cmdline").read_bytes()
     finally:
         pair.stop()
 

@@ -107,6 +107,9 @@ def test_agent_follows_jolokia_read_rules():
     assert one["request"]["mbean"] == "d:name=*,type=B"  # 1.x echoes the canonical name
     failed = answer(Jolokia2(), {"type": "read", "mbean": "d:type=B,name=*", "attribute": "S"}, reg, ts)
     assert (failed["status"], failed["error"]) == (500, "not started")
+    assert failed["request"]["mbean"] == "d:name=*,type=B"  # 2.x too echoes a pattern canonical …
+    named = answer(Jolokia2(), {"type": "read", "mbean": 'd:type=B,name="x"', "attribute": "A"}, reg, ts)
+    assert named["request"]["mbean"] == 'd:type=B,name="x"' and named["value"] == 1  # … and a name as sent
     marked = answer(Jolokia1(), {"type": "read", "mbean": "d:type=B,name=*", "attribute": ["S"],
                                  "config": {"ignoreErrors": True}}, reg, ts)
     assert list(marked["value"].values())[0]["S"].startswith("ERROR: java.lang.IllegalStateException: not started")

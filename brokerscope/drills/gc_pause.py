@@ -24,7 +24,7 @@ from pathlib import Path
 from brokerscope.drills.common import (Periodic, Scorecard, activemq_targets, epoch, fresh_workdir, rows, say, settle,
                                        start_collecting, write_truth)
 from brokerscope.timeline import build_timeline
-from infra.lab import BROKER_MBEAN_PATTERN, ActiveMQPair, ballast_jvm_arg, build_agent, java_tool, jolokia_request
+from infra.lab import BROKER_MBEAN_PATTERN, ActiveMQPair, ballast_jvm_arg, java_tool, jolokia_request
 
 NAME = "gc-pause"
 SUMMARY = "a multi-second stop-the-world full GC in a broker JVM with a large live set, from its GC log"
@@ -73,7 +73,6 @@ class JolokiaProbe(Periodic):
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
 
     workdir = fresh_workdir(workdir, keep)
-    build_agent()
     pair = ActiveMQPair(workdir / "lab", heap=HEAP, gc_flags=("-XX:+UseSerialGC",),
                         extra_jvm_args=(ballast_jvm_arg(BALLAST_MB),))
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "ballast_mb": BALLAST_MB, "heap": HEAP,

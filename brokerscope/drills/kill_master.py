@@ -15,7 +15,7 @@ from pathlib import Path
 from brokerscope.drills.common import (QUEUE, Scorecard, activemq_log, activemq_targets, describe_window, epoch,
                                        first_log_time, fresh_workdir, master_and_slave, rows, say, settle,
                                        start_collecting, write_truth)
-from infra.lab import ActiveMQPair, build_agent, stomp_send
+from infra.lab import ActiveMQPair, stomp_send
 
 NAME = "kill-master"
 SUMMARY = "SIGKILL the ActiveMQ master (shared-file lock) → failover; restart it → slave"
@@ -27,8 +27,6 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, gc_logs: bool 
     tail both brokers' GC logs (the demo does; the drill's score does not need them)."""
 
     workdir = fresh_workdir(workdir, keep)
-    say("building the Jolokia agent (once)")
-    build_agent()
     pair = ActiveMQPair(workdir / "lab")
     truth: dict = {"drill": NAME, "scrape_interval_s": interval}
     try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from brokerscope.drills.common import (Producer, Scorecard, activemq_log, activemq_targets, epoch, first_log_time,
                                        fresh_workdir, log_times, master_and_slave, pick, rows, say, settle,
                                        start_collecting, write_truth)
-from infra.lab import ActiveMQPair, build_agent
+from infra.lab import ActiveMQPair
 from infra.pg_lab import PgCluster
 from infra.tcp_proxy import TcpProxy
 
@@ -46,7 +46,6 @@ SHUT_DOWN = r"\) is shutdown"
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
 
     workdir = fresh_workdir(workdir, keep)
-    build_agent()
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "lease_ms": LEASE_MS, "keep_alive_ms": KEEP_ALIVE_MS}
     say("starting PostgreSQL (own cluster in the workdir) and one TCP proxy per broker")
     pg = PgCluster(workdir / "lab" / "pg")

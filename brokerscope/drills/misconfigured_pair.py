@@ -14,7 +14,7 @@ from pathlib import Path
 from brokerscope.drills.common import (Scorecard, activemq_log, activemq_targets, epoch, first_log_time, fresh_workdir,
                                        pick, rows, say, settle, start_collecting, write_truth)
 from brokerscope.drills.kill_master import STARTED
-from infra.lab import ActiveMQPair, build_agent, free_port
+from infra.lab import ActiveMQPair, free_port
 
 NAME = "misconfigured-pair"
 SUMMARY = "two brokers declared one HA group but each on its own KahaDB: both master"
@@ -24,7 +24,6 @@ BOTH_S = 4.0
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
 
     workdir = fresh_workdir(workdir, keep)
-    build_agent()
     ports = (free_port(), free_port())  # fixed, so the config names the second broker before it starts
     pair = ActiveMQPair(workdir / "lab", store="separate-kahadb", jolokia_ports=ports)
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "group": "store-1"}

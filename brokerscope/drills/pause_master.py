@@ -18,7 +18,7 @@ from pathlib import Path
 
 from brokerscope.drills.common import (Producer, Scorecard, activemq_targets, describe_window, epoch, fresh_workdir,
                                        master_and_slave, rows, say, settle, start_collecting, write_truth)
-from infra.lab import ActiveMQPair, build_agent
+from infra.lab import ActiveMQPair
 
 NAME = "pause-master"
 SUMMARY = "SIGSTOP the ActiveMQ master longer than the takeover time, then SIGCONT"
@@ -28,7 +28,6 @@ PAUSE_S = 4.0  # the slave takes over within ~1 s of a lost lock (lockAcquireSle
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
 
     workdir = fresh_workdir(workdir, keep)
-    build_agent()
     pair = ActiveMQPair(workdir / "lab")
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "pause_s": PAUSE_S}
     try:

@@ -10,8 +10,9 @@ following the protocol facts of shared/reference/CATALOG.md §6 only.
 * Jolokia 1.x: keys canonical (properties sorted), request echoed with the canonical MBean name and
   without `config`, 404 text "… found for reading attributes" and `error` = "<class> : <message>"
   (the real jolokia-core 1.7.1 answers in tests/fixtures/activemq_bulk_master_slave.json);
-* Jolokia 2.x ≥2.5: keys as registered (canonicalNaming false), error items with `error_type_jmx`
-  and `.error: true` (§6.2), 404 text "… found for READ request".
+* Jolokia 2.x ≥2.5: keys as registered (canonicalNaming false), a pattern echoed canonical and a name
+  as sent, error items with `error_type_jmx` and `.error: true` (§6.2), 404 text "… found for READ
+  request" (the real 2.6.0 JVM agent's answers for ActiveMQ 5.17: tests/test_lab.py).
 
 The kind renderers (brokerscope.simulate.kinds) fill the registry; the envelope is the P1 recording
 envelope (collectors.recording.envelope), so a simulated exchange replays through the same code.
@@ -78,10 +79,7 @@ class Jolokia1:
         return f"No MBean with pattern {pattern} found for reading attributes"
 
     def echo(self, request: dict) -> dict:
-        name = parse_object_name(request["mbean"])
-        props = ",".join(f"{k}={v}" for k, v in sorted(written_props(request["mbean"])))
-        mbean = f"{name.domain}:{props}" + (",*" if name.list_pattern else "")
-        return {"mbean": mbean, "attribute": request["attribute"], "type": "read"}
+        return {"mbean": canonical_request_name(request["mbean"]), "attribute": request["attribute"], "type": "read"}
 
 
 class Jolokia2:
@@ -104,7 +102,10 @@ class Jolokia2:
         return f"No MBean with pattern {pattern} found for READ request"
 
     def echo(self, request: dict) -> dict:
-        return {"mbean": request["mbean"], "attribute": request["attribute"], "type": "read"}
+        # a pattern is echoed canonical, a name as sent (the 2.6.0 JVM agent and Artemis' 2.1.1 console alike)
+        name = request["mbean"]
+        return {"mbean": canonical_request_name(name) if parse_object_name(name).pattern else name,
+                "attribute": request["attribute"], "type": "read"}
 
 
 DIALECTS = {1: Jolokia1, 2: Jolokia2}
@@ -115,6 +116,13 @@ def dialect(generation: int):
         return DIALECTS[generation]()
     except KeyError:
         raise ValueError(f"Jolokia generation {generation!r} is not simulated (use 1 or 2)") from None
+
+
+def canonical_request_name(mbean: str) -> str:
+    """``mbean`` with its properties sorted, quotes kept (how Jolokia echoes a request's name)."""
+    name = parse_object_name(mbean)
+    props = ",".join(f"{k}={v}" for k, v in sorted(written_props(mbean)))
+    return f"{name.domain}:{props}" + (",*" if name.list_pattern else "")
 
 
 def written_props(name: str) -> list[tuple[str, str]]:
