@@ -9,9 +9,13 @@
 Topologies: ``shared-store`` (one journal folder ``<workdir>/shared``, the file lock decides) and
 ``replication-zk`` (each broker its own journal, replication over the cluster connection, the
 ZooKeeper lock manager ``CuratorDistributedLockManager`` on ``zk_connect``, e.g. an
-``infra.zk_lab.ZkEnsemble``). Failback switches: ``allow_failback`` (backup steps aside when the
-primary returns; Artemis's default true), ``check_for_active`` (replication primary),
-``failover_on_shutdown``.
+``infra.zk_lab.ZkEnsemble``) or ``replication`` (classic: no lock manager, Artemis' default quorum
+vote). With ``replication_proxy`` the backup reaches the primary only through an
+``infra.tcp_proxy.TcpProxy`` (``pair.link``; ``pair.link.cut()`` is a silent partition of the
+replication link): the backup's static cluster connector and the connector the primary announces in
+the topology — the one the backup dials for replication — both point at the proxy. Failback
+switches: ``allow_failback`` (backup steps aside when the primary returns; Artemis's default true),
+``check_for_active`` (replication primary), ``failover_on_shutdown``.
 
 Each broker is an instance made by ``artemis create`` (infra.artemis.instance) with its web console
 bound to 127.0.0.1 and the console's Jolokia at ``/console/jolokia`` as shipped: HTTP Basic against
@@ -55,6 +59,7 @@ from infra.artifacts import artemis_home
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import _stomp_read, _stomp_write, jolokia_request
 from infra.lab_logs import matching_lines
+from infra.tcp_proxy import TcpProxy
 from infra.processes import (
     LabError,
     LabProcesses,
@@ -69,7 +74,7 @@ from infra.processes import (
 __all__ = ["ArtemisPair", "ArtemisBroker", "Role", "TOPOLOGIES", "console_read", "log_times", "stomp_send", "stop_recorded"]
 
 Role = Literal["active", "backup", "starting", "down"]
-TOPOLOGIES = ("shared-store", "replication-zk")
+TOPOLOGIES = ("shared-store", "replication-zk", "replication")
 CONSOLE_JOLOKIA = "/console/jolokia"
 BROKER_MBEAN = "org.apache.activemq.artemis:broker=*"
 #: log codes that say a broker is serving (AMQ221001 start as primary, AMQ221007 "Server is now
@@ -179,6 +184,7 @@ class ArtemisPair(LabProcesses):
         zk_connect: str | None = None,
         zk_session_ms: int = 18000,
         stop_grace: float = 20.0,
+        replication_proxy: bool = False,
     ) -> None:
         if topology not in TOPOLOGIES:
             raise ValueError(f"topology must be one of {TOPOLOGIES}, not {topology!r}")
@@ -200,6 +206,9 @@ class ArtemisPair(LabProcesses):
         self.monitor_password = secrets.token_urlsafe(12)
         self.admin_password = secrets.token_urlsafe(12)
         self._cluster_password = secrets.token_urlsafe(12)
+        # the replication link through a proxy: a fixed port (broker.xml names it), the proxy up while the pair runs
+        self.link_port: int | None = free_port() if replication_proxy else None
+        self.link: TcpProxy | None = None
         self.origin = "http://127.0.0.1"  # what jolokia-access.xml's allow-origin *://127.0.0.1* accepts
         self._brokers: dict[str, ArtemisBroker] = {}
         self._init_processes(self._brokers, forget_on_stop=True)
@@ -235,6 +244,8 @@ class ArtemisPair(LabProcesses):
         """Primary until active, then backup until passive; stops both if either fails."""
         primary, backup = self.names
         deadline = time.monotonic() + timeout
+        if self.link_port is not None and self.link is None:
+            self.link = TcpProxy(("127.0.0.1", self.acceptor_ports[primary]), self.link_port, "replication-link").start()
         try:
             self.start_broker(primary, "active", timeout)
             self.start_broker(backup, "backup", max(5.0, deadline - time.monotonic()))
@@ -267,6 +278,12 @@ class ArtemisPair(LabProcesses):
         self._wait(name, lambda: log_times(self.broker_log(name), "|".join(codes), since - 1), bool,
                    max(5.0, timeout), f"to log one of {codes}")
         return seen
+
+    def stop(self) -> None:
+        super().stop()
+        if self.link is not None:
+            self.link.close()
+            self.link = None
 
     # ---------------------------------------------------------------- faults
 
@@ -318,11 +335,14 @@ class ArtemisPair(LabProcesses):
             self._created.add(name)
         other = next(n for n in self.names if n != name)
         data = self.workdir / "shared" if self.topology == "shared-store" else self.instance_dir(name) / "data"
+        primary = name == self.names[0]
+        peer_port = self.link_port if self.link_port and not primary else self.acceptor_ports[other]
         create(artemis_home(), self.instance_dir(name), InstanceSpec(
             name=name, acceptor_port=self.acceptor_ports[name], http_port=self.http_ports[name],
-            peer_port=self.acceptor_ports[other], data_dir=data, heap=self.heap.upper(),
+            peer_port=peer_port, data_dir=data, heap=self.heap.upper(),
             admin_password=self.admin_password, monitor_password=self.monitor_password,
-            cluster_password=self._cluster_password, ha=self.ha[name]))
+            cluster_password=self._cluster_password, ha=self.ha[name],
+            announce_port=self.link_port if primary else None))
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(self.monitor_password + "\n")
