@@ -10,11 +10,11 @@ Topologies: ``shared-store`` (one journal folder ``<workdir>/shared``, the file 
 ``replication-zk`` (each broker its own journal, replication over the cluster connection, the
 ZooKeeper lock manager ``CuratorDistributedLockManager`` on ``zk_connect``, e.g. an
 ``infra.zk_lab.ZkEnsemble``) or ``replication`` (classic: no lock manager, Artemis' default quorum
-vote). With ``replication_proxy`` the backup reaches the primary only through an
-``infra.tcp_proxy.TcpProxy`` (``pair.link``; ``pair.link.cut()`` is a silent partition of the
-replication link): the backup's static cluster connector and the connector the primary announces in
-the topology — the one the backup dials for replication — both point at the proxy. Failback
-switches: ``allow_failback`` (backup steps aside when the primary returns; Artemis's default true),
+vote). With ``replication_proxy`` the brokers reach each other only through an
+``infra.tcp_proxy.TcpProxy`` in front of each one's acceptor (``pair.links``): the static cluster
+connectors and the connectors they announce in the topology — the one a backup dials for
+replication — point at the proxies; ``cut_link()`` is a silent partition between the two (clients
+and consoles still reach both), ``heal_link()`` ends it. Failback switches: ``allow_failback`` (backup steps aside when the primary returns; Artemis's default true),
 ``check_for_active`` (replication primary), ``failover_on_shutdown``.
 
 Each broker is an instance made by ``artemis create`` (infra.artemis.instance) with its web console
@@ -206,9 +206,9 @@ class ArtemisPair(LabProcesses):
         self.monitor_password = secrets.token_urlsafe(12)
         self.admin_password = secrets.token_urlsafe(12)
         self._cluster_password = secrets.token_urlsafe(12)
-        # the replication link through a proxy: a fixed port (broker.xml names it), the proxy up while the pair runs
-        self.link_port: int | None = free_port() if replication_proxy else None
-        self.link: TcpProxy | None = None
+        # broker-to-broker traffic through a proxy per broker: fixed ports (broker.xml names them), up while the pair runs
+        self.link_ports: dict[str, int] = {n: free_port() for n in self.names} if replication_proxy else {}
+        self.links: dict[str, TcpProxy] = {}
         self.origin = "http://127.0.0.1"  # what jolokia-access.xml's allow-origin *://127.0.0.1* accepts
         self._brokers: dict[str, ArtemisBroker] = {}
         self._init_processes(self._brokers, forget_on_stop=True)
@@ -244,8 +244,9 @@ class ArtemisPair(LabProcesses):
         """Primary until active, then backup until passive; stops both if either fails."""
         primary, backup = self.names
         deadline = time.monotonic() + timeout
-        if self.link_port is not None and self.link is None:
-            self.link = TcpProxy(("127.0.0.1", self.acceptor_ports[primary]), self.link_port, "replication-link").start()
+        for name, port in self.link_ports.items():
+            if name not in self.links:
+                self.links[name] = TcpProxy(("127.0.0.1", self.acceptor_ports[name]), port, f"link-to-{name}").start()
         try:
             self.start_broker(primary, "active", timeout)
             self.start_broker(backup, "backup", max(5.0, deadline - time.monotonic()))
@@ -281,15 +282,29 @@ class ArtemisPair(LabProcesses):
 
     def stop(self) -> None:
         super().stop()
-        if self.link is not None:
-            self.link.close()
-            self.link = None
+        while self.links:
+            self.links.popitem()[1].close()
 
     # ---------------------------------------------------------------- faults
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> int:
         """Send ``sig`` to the broker's JVM (verified pid); waits for the exit of a SIGKILL."""
         return self._send(name, sig, wait=sig == signal.SIGKILL)[0]
+
+    def cut_link(self) -> float:
+        """Stop every byte between the two brokers (``replication_proxy``); returns the time of the cut."""
+        if not self.links:
+            raise LabError("cut_link needs a pair started with replication_proxy=True")
+        now = time.time()
+        for proxy in self.links.values():
+            proxy.cut()
+        return now
+
+    def heal_link(self) -> float:
+        now = time.time()
+        for proxy in self.links.values():
+            proxy.heal()
+        return now
 
     def pause(self, name: str) -> int:
         return self.kill(name, signal.SIGSTOP)
@@ -335,14 +350,12 @@ class ArtemisPair(LabProcesses):
             self._created.add(name)
         other = next(n for n in self.names if n != name)
         data = self.workdir / "shared" if self.topology == "shared-store" else self.instance_dir(name) / "data"
-        primary = name == self.names[0]
-        peer_port = self.link_port if self.link_port and not primary else self.acceptor_ports[other]
         create(artemis_home(), self.instance_dir(name), InstanceSpec(
             name=name, acceptor_port=self.acceptor_ports[name], http_port=self.http_ports[name],
-            peer_port=peer_port, data_dir=data, heap=self.heap.upper(),
+            peer_port=self.link_ports.get(other, self.acceptor_ports[other]), data_dir=data, heap=self.heap.upper(),
             admin_password=self.admin_password, monitor_password=self.monitor_password,
             cluster_password=self._cluster_password, ha=self.ha[name],
-            announce_port=self.link_port if primary else None))
+            announce_port=self.link_ports.get(name)))
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(self.monitor_password + "\n")

@@ -4,6 +4,9 @@ backup of a real Artemis 2.40.0 replication pair — a silent partition through 
 
 Variants: ``artemis-link-cut-zk`` (ZooKeeper lock manager, session 4 s, a 3-node ensemble) and
 ``artemis-link-cut`` (classic replication: no lock manager, Artemis' default quorum vote, one pair).
+Every connection between the two brokers runs through a proxy in front of each (the cluster
+connectors and the connectors they announce, which the backup dials for replication); clients and
+the consoles reach both directly, so the probe and the collector see both sides throughout.
 Both keep what ``artemis create`` writes for the cluster connection: no connection-ttl and no
 check-period, so Artemis' defaults apply — connection-ttl 60 s, client-failure-check-period 30 s.
 What they do to a silent cut is measured by every run, never assumed (docs/ARTEMIS_LAB.md fact 23).
@@ -26,6 +29,8 @@ answering (the link, not a crashed backup).
 
 from __future__ import annotations
 
+import re
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -77,11 +82,12 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict) -> No
     primary, backup = pair.names
     col = start_pair_collecting(pair, workdir, interval, truth, [])  # the pair only: the fault is the link
     with RoleProbe(pair) as probe:
-        truth["cut_ts"] = pair.link.cut()
+        truth["links_at_cut"] = broker_links(pair)
+        truth["cut_ts"] = pair.cut_link()
         say(f"replication link cut (silent: bytes held) for {CUT_S:g} s")
         sender = _send_during_cut(pair, truth)
         time.sleep(CUT_S)
-        truth["heal_ts"] = pair.link.heal()
+        truth["heal_ts"] = pair.heal_link()
         say("replication link healed")
         truth["resync_log_ts"] = _wait_log(pair.broker_log(backup), "AMQ221024", truth["heal_ts"], timeout=60)
         settle(interval, 20, 10.0)
@@ -99,6 +105,23 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict) -> No
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
     truth_from_logs(pair, truth)
+
+
+def broker_links(pair: ArtemisPair) -> dict[str, int]:
+    """The brokers' established TCP connections to each other (`ss -tnp`): through a proxy, or
+    direct (which the cut would not cut)."""
+    pids = {b.pid for b in pair.brokers.values()}
+    proxied, direct = set(pair.link_ports.values()), set(pair.acceptor_ports.values())
+    out = {"proxied": 0, "direct": 0}
+    listing = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True, timeout=10).stdout
+    for line in listing.splitlines():  # Recv-Q Send-Q local peer users:(("java",pid=…))
+        fields, owner = line.split(), re.search(r"pid=(\d+)", line)
+        if len(fields) < 4 or not owner or int(owner.group(1)) not in pids:
+            continue
+        peer = int(fields[3].rsplit(":", 1)[1])
+        if peer in proxied or peer in direct:
+            out["proxied" if peer in proxied else "direct"] += 1
+    return out
 
 
 def _send_during_cut(pair: ArtemisPair, truth: dict) -> threading.Thread:
@@ -138,6 +161,8 @@ def truth_from_logs(pair: ArtemisPair, truth: dict) -> None:
 
 def score(lh, truth: dict) -> Scorecard:
     card = Scorecard(truth["drill"], truth["scrape_interval_s"])
+    links = truth["links_at_cut"]
+    card.require(links["direct"] == 0 and links["proxied"] > 0, f"the cut did not cut every broker-to-broker connection: {links}")
     score_split_brain(card, lh, truth)
     if truth["dual_active"]:
         _score_split_brain_window(card, lh, truth)

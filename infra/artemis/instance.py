@@ -85,7 +85,7 @@ def create(home: Path, instance: Path, spec: InstanceSpec) -> None:
     _add_monitor_user(etc, spec.monitor_password)
     _edit(etc / "broker.xml", lambda text: _replace_ha_policy(text, ha_policy_xml(spec.ha)))
     if spec.announce_port not in (None, spec.acceptor_port):
-        _edit(etc / "broker.xml", _announce_edit(spec.acceptor_port, spec.announce_port))
+        _edit(etc / "broker.xml", announce_edit(spec.acceptor_port, spec.announce_port))
 
 
 def _edit(path: Path, change) -> None:
@@ -114,7 +114,7 @@ def _add_monitor_user(etc: Path, password: str) -> None:
                                                    rf"\1amq,{MONITOR_ROLE}\2", t))
 
 
-def _announce_edit(acceptor_port: int, announce_port: int):
+def announce_edit(acceptor_port: int, announce_port: int):
     def change(text: str) -> str:  # the cluster connection's <connector-ref>artemis</connector-ref>
         return text.replace(f'<connector name="artemis">tcp://127.0.0.1:{acceptor_port}</connector>',
                             f'<connector name="artemis">tcp://127.0.0.1:{announce_port}</connector>', 1)
