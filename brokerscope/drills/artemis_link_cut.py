@@ -220,8 +220,10 @@ def _facts(card: Scorecard, truth: dict) -> None:
                       ("backup active (AMQ221007)", "takeover_log_ts"),
                       ("heal", "heal_ts"),
                       ("backup in sync again (AMQ221024)", "resync_log_ts"),
+                      ("primary warned of a possible split brain (AMQ222294)", "split_brain_warned_primary_log_ts"),
                       ("durable send acknowledged (sent +5 s)", "send_during_cut_receipt_ts")):
         card.facts[f"{what}, s after the cut"] = _since_cut(truth, key)
+    card.facts["broker-to-broker connections at the cut (ss)"] = truth["links_at_cut"]
     card.facts["roles after the heal"] = truth["roles_after_heal"]
     card.facts["primary's roles (probe, s after the cut)"] = [
         (round(t - truth["cut_ts"], 2), r) for t, r in truth["role_changes"][truth["master_before"]]]
