@@ -25,6 +25,15 @@ finding_causes (the primary had lost its replica: the link); no failover; the pr
 unprotected period found as `replica-sync-gap`, its start within one scrape of AMQ222092 and, when
 the backup resynchronized, its end within one scrape of AMQ221024, naming the backup as still
 answering (the link, not a crashed backup).
+
+Measured (2 runs each, 0.5 s scrapes; docs/ARTEMIS_LAB.md fact 23): the primary drops its backup
+(AMQ222092) 59.3-60.4 s after the cut and a durable send made during the cut is acknowledged only
+then; the backup notices 112.9-114.3 s after the cut. Lock manager: refused by the activation
+sequence the primary bumped, restarts as backup, in sync again 1.0-1.3 s after the heal; the gap
+found from +0.002/+0.076 s after AMQ222092 to -0.066/-0.324 s before AMQ221024. Classic: the
+backup votes alone ("max cluster size is 1") and is active 114.9/116.4 s after the cut beside the
+primary; both stay active after the heal (AMQ222294 on both); the split brain found from
++0.265/+0.098 s after AMQ221007 to -0.117/-0.362 s before the kill, caused by the lost replica.
 """
 
 from __future__ import annotations
