@@ -1,5 +1,5 @@
-"""Causes: gold gc_findings (P3) and zk_findings (P4) joined onto failover_events and
-split_brain_windows → gold finding_causes.
+"""Causes: gold gc_findings (P3), zk_findings (P4) and replication_findings joined onto
+failover_events and split_brain_windows → gold finding_causes.
 
 Rules (window: the config's `analysis.causes`).
 
@@ -20,6 +20,12 @@ Rules (window: the config's `analysis.causes`).
   `likely` for the lock and quorum codes (lease vanished or handed over, a GC pause that lost the
   lease, quorum lost, lease count ≠ 1, an active broker behind the sequence), `possible` for
   elections forced by GC and latency spikes.
+* Replication causes: a split brain of a group whose live had lost its replica (`replica-sync-gap`)
+  before the window began, still so within the look-back: a backup activates beside a serving live
+  only once it lost that live — the replication link between them (measured on Artemis 2.40.0 with
+  classic replication: the live drops the backup at connection-ttl, the backup votes alone and
+  activates 60-120 s after a silent cut; docs/ARTEMIS_LAB.md 23). `likely`. A gap that begins with
+  the window (the second live's own, without a backup) is its consequence, not a cause.
 
 Shape: DataFrame → DataFrame joins (`gc_causes`, `zk_causes`) over the small gold tables;
 `run_causes` reads, calls and writes the whole table every run (gold on gold: reruns, incremental
@@ -172,18 +178,38 @@ def zk_causes(eff: DataFrame, zk: DataFrame, ensembles: DataFrame, params: Cause
                       F.when(F.col("zk_code").isin(*ZK_LIKELY), "likely").otherwise("possible"), message)
 
 
+def replication_causes(eff: DataFrame, repl: DataFrame, params: CauseParams) -> DataFrame:
+    r = repl.where(F.col("code") == "replica-sync-gap").select(
+        F.col("finding_id").alias("repl_id"), F.col("code").alias("repl_code"), F.col("group_name").alias("repl_group"),
+        F.col("instance").alias("repl_instance"), F.col("start_ts").alias("repl_start"), F.col("end_ts").alias("repl_end"),
+        F.coalesce("detail", F.lit("no other instance seen")).alias("repl_detail"))
+    windows = (eff.where(F.col("effect_table") == "split_brain_windows")
+               .select("effect_table", "effect_id", "group_name", "effect_ts", "effect_end", "effect_words").distinct())
+    lookback = F.lit(max(params.min_lookback_s, params.slack_s))
+    joined = windows.join(r, F.col("repl_group") == F.col("group_name")).where(
+        (F.col("repl_start") < F.col("effect_ts")) & (F.col("repl_end") >= _plus_s("effect_ts", -lookback)))
+    message = F.format_string("%s lost its replica at %s (ReplicaSync false; %s); %s", "repl_instance", hms("repl_start"),
+                              "repl_detail", "effect_words")
+    return cause_rows(joined, "replication_findings", F.col("repl_id"), F.col("repl_code"), F.col("repl_instance"),
+                      F.col("repl_start"), F.lit("likely"), message)
+
+
 def finding_causes(failovers: DataFrame, windows: DataFrame, gc: DataFrame, zk: DataFrame, ensembles: DataFrame,
-                   params: CauseParams) -> DataFrame:
+                   params: CauseParams, repl: DataFrame | None = None) -> DataFrame:
     eff = effects(failovers, windows)
-    return gc_causes(eff, gc, params).unionByName(zk_causes(eff, zk, ensembles, params)).select(*FINDING_CAUSES.column_names)
+    out = gc_causes(eff, gc, params).unionByName(zk_causes(eff, zk, ensembles, params))
+    if repl is not None:
+        out = out.unionByName(replication_causes(eff, repl, params))
+    return out.select(*FINDING_CAUSES.column_names)
 
 
 def run_causes(slh, params: CauseParams, progress=None, commit_info: dict | None = None) -> dict[str, int]:
-    """failover_events, split_brain_windows × gc_findings, zk_findings → finding_causes (whole table)."""
+    """failover_events, split_brain_windows × gc_findings, zk_findings, replication_findings → finding_causes
+    (whole table)."""
     (progress or (lambda m: None))("gold finding_causes")
     zk = slh.read("zk_findings")
     ensembles = group_ensembles(zk, slh.read("zk_coordination", columns=["ensemble", "node_id"]),
                                 slh.read("broker_state", columns=["node_id", "group_name"]))
     df = finding_causes(slh.read("failover_events"), slh.read("split_brain_windows"), slh.read("gc_findings"), zk,
-                        ensembles, params)
+                        ensembles, params, repl=slh.read("replication_findings"))
     return {"finding_causes": slh.write("finding_causes", df, commit_info=commit_info)}

@@ -62,6 +62,10 @@ cluster did not answer) ends a run — nothing is assumed across it.
 **Artemis replica sync** (flow `artemis-replica`, one row per live scrape): `replica-sync-gap` when
 `in_sync` stays false for at least `replica_sync_grace` (60 s) over two or more observations —
 ReplicaSync reads false during every failover and initial sync by design, so never from one sample.
+Its `detail` says how the group's other instances looked meanwhile: a backup that answered as in
+sync (its own `ReplicaSync` true) while the live had dropped it means the two lost each other — the
+replication link, not the backup (measured on Artemis 2.40.0: after a silent cut the live drops its
+backup at connection-ttl, the backup notices only 60-120 s after the cut; docs/ARTEMIS_LAB.md 23).
 
 Shape: per-group / per-instance / per-series sequence logic in pandas and numpy (`group_findings`,
 `instance_lag`, `series_findings`; Burrow over all windows at once with `sliding_window_view`), run by
@@ -83,8 +87,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from analysis import runs as runs_module
-from analysis.runs import (contract_frame, count_between, fmt_ts, numbers, observed_certainty, run_bounds, seconds,
-                           stable_id, true_runs, unobserved_note, utc_ns)
+from analysis.runs import (contract_frame, count_between, fmt_ts, latest_of, numbers, observed_certainty,
+                           other_state_words, run_bounds, seconds, stable_id, true_runs, unobserved_note, utc_ns)
 from analysis.silver import SILVER_JOB
 from analysis.watermark import Watermark, fingerprint, read_watermark
 from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
@@ -590,7 +594,8 @@ def readiness_findings_of(series: pd.DataFrame, *, stale_after_s: float, hole_s:
 
 def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: float,
                       hole_s: float = math.inf) -> pd.DataFrame:
-    """replica-sync-gap findings of ONE live instance from its artemis-replica rows."""
+    """replica-sync-gap findings of ONE live instance from its artemis-replica rows; `state`: broker_state
+    rows of its group (its own say when it was not seen, the others how the backup looked meanwhile)."""
     if replica.empty:
         return contract_frame([], REPLICATION_FINDINGS)
     replica = replica.sort_values("ts", kind="stable").reset_index(drop=True)
@@ -598,7 +603,9 @@ def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: fl
     ts = utc_ns(replica["ts"])
     in_sync = pd.Series(replica["in_sync"], dtype="boolean")
     announced = pd.Series(replica["backup_announced"], dtype="boolean").to_numpy(dtype=object, na_value=None)
-    missed = np.sort(utc_ns(state.loc[~state["reachable"].astype(bool), "ts"]))
+    own = state["instance"] == first["instance"]
+    missed = np.sort(utc_ns(state.loc[own & ~state["reachable"].astype(bool), "ts"]))
+    others = backups_meanwhile(state[~own], ts)
     base = {"kind": first["kind"], "group_name": first["group_name"], "instance": first["instance"], "flow": "artemis-replica"}
     starts, ends = true_runs((in_sync == False).fillna(False).to_numpy(dtype=bool))  # noqa: E712
     long_enough, elapsed = np.zeros(len(ts), dtype=bool), np.zeros(len(ts))
@@ -611,16 +618,43 @@ def replica_sync_gaps(replica: pd.DataFrame, state: pd.DataFrame, *, grace_s: fl
         no_backup = all(a is False for a in announced[s : e + 1])
         why = ("no backup was announced in the cluster topology: the live was unprotected" if no_backup
                else "a backup was attached but not synchronized (initial sync running, or replication dropped)")
+        seen, link_lost = others(s, e)
+        if link_lost:
+            why = ("the replication link was lost, not the backup: it kept answering and reported itself in sync "
+                   "(ReplicaSync true) after the live had dropped it")
         return (f"{first['instance']} (live of {first['group_name']}) was not in sync with a backup for "
                 f"{row['duration_s']:.0f} s {_span(row)}: {why}",
                 "start or repair the backup (its replication connection, the initial synchronization); until it is in "
-                "sync a failure of the live cannot be taken over without losing data", None)
+                "sync a failure of the live cannot be taken over without losing data", seen)
 
     def certainty(s: int, e: int) -> str:
         return "certain" if count_between(missed, ts[s : s + 1], ts[e : e + 1])[0] == 0 else "possible"
 
     return contract_frame(finding_rows("replica-sync-gap", "error", base, ts, long_enough, elapsed, unit="s", threshold=grace_s,
                                        certainty=certainty, describe=describe, hole_s=hole_s), REPLICATION_FINDINGS)
+
+
+def backups_meanwhile(others: pd.DataFrame, ts: np.ndarray) -> Callable[[int, int], tuple[str | None, bool]]:
+    """Over a run [s, e] of a live's observations at `ts`: the group's other instances in words
+    (None: none monitored), and whether one answered as an in-sync backup (Backup, ReplicaSync true)
+    during it — the two sides disagree, so what they lost is the link between them."""
+    step = np.median(np.diff(ts)) if len(ts) > 1 else np.timedelta64(0, "ns")
+    views = []
+    for name, rows in others.sort_values("ts", kind="stable").groupby("instance", sort=True):
+        rows = rows.reset_index(drop=True)
+        at = latest_of(rows, ts, 3 * step)  # as fresh as the live's own scrapes (3 of them)
+        claims = (rows["reachable"].astype(bool) & (rows["role"] == "backup")
+                  & (pd.Series(rows["replica_sync"], dtype="boolean") == True).fillna(False)).to_numpy(dtype=bool)  # noqa: E712
+        views.append((name, at, claims, other_state_words(rows, at)))
+
+    def words(s: int, e: int) -> tuple[str | None, bool]:
+        if not views:
+            return None, False
+        picked = [(name, at[s : e + 1], claims, text) for name, at, claims, text in views]
+        link = any(((a >= 0) & claims[np.maximum(a, 0)]).any() for _, a, claims, _ in picked)
+        return "; ".join(f"{name} {text(s, e)}" for name, _, _, text in picked), link
+
+    return words
 
 
 # --- per group: Kafka cluster health and Artemis replica sync ------------------------------------------------
@@ -634,7 +668,7 @@ def group_findings(state: pd.DataFrame, repl: pd.DataFrame, *, follower_lag_mess
         parts.append(group_cluster_findings(state[state["kind"] == "kafka"], repl[repl["flow"] == "isr"],
                                             follower_lag_messages=follower_lag_messages, hole_s=hole_s))
     for instance, rows in repl[repl["flow"] == "artemis-replica"].groupby("instance"):
-        parts.append(replica_sync_gaps(rows, state[state["instance"] == instance], grace_s=grace_s, hole_s=hole_s))
+        parts.append(replica_sync_gaps(rows, state, grace_s=grace_s, hole_s=hole_s))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -659,7 +693,7 @@ def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages:
                     hole_s: float = math.inf) -> DataFrame:
     facts = repl.where(F.col("flow").isin("isr", "artemis-replica")).select(*_GROUP_COLUMNS)
     return (
-        state.select("ts", "kind", "group_name", "instance", "reachable").groupBy("group_name")
+        state.select("ts", "kind", "group_name", "instance", "reachable", "role", "replica_sync", "error").groupBy("group_name")
         .cogroup(facts.groupBy("group_name"))
         .applyInPandas(partial(group_findings, follower_lag_messages=follower_lag_messages, grace_s=grace_s, hole_s=hole_s),
                        REPLICATION_FINDINGS.spark_schema())

@@ -49,8 +49,8 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis.runs import (contract_frame, fmt_ts, observed_certainty, run_bounds, seconds, stable_id, true_runs,
-                           unobserved_note, utc_ns)
+from analysis.runs import (contract_frame, fmt_ts, latest_of, observed_certainty, other_state_words, run_bounds, seconds,
+                           stable_id, true_runs, unobserved_note, utc_ns)
 from lakehouse.tables import RISK_FINDINGS
 
 HA_KINDS = ("activemq", "artemis")  # exclusive live/backup kinds a backup can protect
@@ -105,15 +105,6 @@ def _span(row: dict) -> str:
 # --- per group, from broker_state ------------------------------------------------------------------------
 
 
-def latest_of(other: pd.DataFrame, at: np.ndarray, max_age: np.timedelta64) -> np.ndarray:
-    """Per time in `at`: the row position in `other` (sorted by ts) of its latest observation at
-    or before it, −1 when there is none or it is older than `max_age`."""
-    ts = utc_ns(other["ts"])
-    i = np.searchsorted(ts, at, side="right") - 1
-    fresh = (i >= 0) & (at - ts[np.maximum(i, 0)] <= max_age)
-    return np.where(fresh, i, -1)
-
-
 def standby_flags(other: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Per observation of one instance: waiting as standby; answered."""
     answered = other["reachable"].astype(bool).to_numpy()
@@ -141,7 +132,7 @@ def unprotected_live(state: pd.DataFrame, params: RiskParams) -> list[dict]:
             at = latest_of(other, ts, params.standby_max_age)
             protected |= (at >= 0) & standby[np.maximum(at, 0)]
             unseen |= (at < 0) | ~answered[np.maximum(at, 0)]
-            notes[other_name] = _other_state(other, at)
+            notes[other_name] = other_state_words(other, at)
         active = (rows["active"].astype("boolean") == True).fillna(False).to_numpy(dtype=bool)  # noqa: E712
         starts, ends = true_runs(active & ~protected)
         bounds = run_bounds(ts, starts, ends, hole_s=params.hole_s)
@@ -164,26 +155,6 @@ def unprotected_live(state: pd.DataFrame, params: RiskParams) -> list[dict]:
                              "a failure of the live is an outage, and with replication also data loss")
             out.append(row)
     return out
-
-
-def _other_state(other: pd.DataFrame, at: np.ndarray):
-    """How another instance looked over a run of the live's observations, as words (lazy)."""
-    roles = other["role"].to_numpy()
-    answered = other["reachable"].astype(bool).to_numpy()
-    errors = other["error"].to_numpy()
-
-    def text(s: int, e: int) -> str:
-        picked = at[s : e + 1]
-        if (picked < 0).all():
-            return "was not seen"
-        seen = picked[picked >= 0]
-        if not answered[seen].any():
-            err = next((str(x) for x in errors[seen] if x), "no answer")
-            return f"did not answer ({err.split(';')[0][:80]})"
-        shown = sorted({str(roles[i]) for i in seen if answered[i]})
-        return "answered as " + "/".join(shown) + ("" if answered[seen].all() else ", or did not answer")
-
-    return text
 
 
 def stale_backups(state: pd.DataFrame, params: RiskParams) -> list[dict]:

@@ -53,7 +53,7 @@ def run_findings(slh, params: AnalysisParams, say: Callable[[str], None], full: 
         ("risk", risk, ("risk_findings",), ("broker_state", "role_intervals", "split_brain_windows", "failover_events"),
          params.risk, lambda info: risk.run_risk(slh, params.risk, say, info)),
         ("causes", causes, ("finding_causes",), ("failover_events", "split_brain_windows", "gc_findings", "zk_findings",
-                                                 "zk_coordination", "broker_state"),
+                                                 "zk_coordination", "broker_state", "replication_findings"),
          params.causes, lambda info: causes.run_causes(slh, params.causes, say, info)),
         ("incidents", incidents, ("incidents", "incident_evidence"), incidents.SOURCE_TABLES,
          params.incidents, lambda info: incidents.run_incidents(slh, params.incidents, say, info)),

@@ -87,6 +87,35 @@ def count_between(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.n
     return np.searchsorted(sorted_ts, hi, side="right") - np.searchsorted(sorted_ts, lo, side="left")
 
 
+def latest_of(other: pd.DataFrame, at: np.ndarray, max_age: np.timedelta64) -> np.ndarray:
+    """Per time in `at`: the row position in `other` (sorted by ts) of its latest observation at
+    or before it, −1 when there is none or it is older than `max_age`."""
+    ts = utc_ns(other["ts"])
+    i = np.searchsorted(ts, at, side="right") - 1
+    fresh = (i >= 0) & (at - ts[np.maximum(i, 0)] <= max_age)
+    return np.where(fresh, i, -1)
+
+
+def other_state_words(other: pd.DataFrame, at: np.ndarray):
+    """How another instance looked over a run of the live's observations, as words (lazy)."""
+    roles = other["role"].to_numpy()
+    answered = other["reachable"].astype(bool).to_numpy()
+    errors = other["error"].to_numpy()
+
+    def text(s: int, e: int) -> str:
+        picked = at[s : e + 1]
+        if (picked < 0).all():
+            return "was not seen"
+        seen = picked[picked >= 0]
+        if not answered[seen].any():
+            err = next((str(x) for x in errors[seen] if x), "no answer")
+            return f"did not answer ({err.split(';')[0][:80]})"
+        shown = sorted({str(roles[i]) for i in seen if answered[i]})
+        return "answered as " + "/".join(shown) + ("" if answered[seen].all() else ", or did not answer")
+
+    return text
+
+
 def stable_id(*parts) -> str:
     """A finding id that is the same on every rerun: hash of the parts that identify it."""
 

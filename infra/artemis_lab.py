@@ -9,9 +9,13 @@
 Topologies: ``shared-store`` (one journal folder ``<workdir>/shared``, the file lock decides) and
 ``replication-zk`` (each broker its own journal, replication over the cluster connection, the
 ZooKeeper lock manager ``CuratorDistributedLockManager`` on ``zk_connect``, e.g. an
-``infra.zk_lab.ZkEnsemble``). Failback switches: ``allow_failback`` (backup steps aside when the
-primary returns; Artemis's default true), ``check_for_active`` (replication primary),
-``failover_on_shutdown``.
+``infra.zk_lab.ZkEnsemble``) or ``replication`` (classic: no lock manager, Artemis' default quorum
+vote). With ``replication_proxy`` the brokers reach each other only through an
+``infra.tcp_proxy.TcpProxy`` in front of each one's acceptor (``pair.links``): the static cluster
+connectors and the connectors they announce in the topology — the one a backup dials for
+replication — point at the proxies; ``cut_link()`` is a silent partition between the two (clients
+and consoles still reach both), ``heal_link()`` ends it. Failback switches: ``allow_failback`` (backup steps aside when the primary returns; Artemis's default true),
+``check_for_active`` (replication primary), ``failover_on_shutdown``.
 
 Each broker is an instance made by ``artemis create`` (infra.artemis.instance) with its web console
 bound to 127.0.0.1 and the console's Jolokia at ``/console/jolokia`` as shipped: HTTP Basic against
@@ -55,6 +59,7 @@ from infra.artifacts import artemis_home
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import _stomp_read, _stomp_write, jolokia_request
 from infra.lab_logs import matching_lines
+from infra.tcp_proxy import TcpProxy
 from infra.processes import (
     LabError,
     LabProcesses,
@@ -69,7 +74,7 @@ from infra.processes import (
 __all__ = ["ArtemisPair", "ArtemisBroker", "Role", "TOPOLOGIES", "console_read", "log_times", "stomp_send", "stop_recorded"]
 
 Role = Literal["active", "backup", "starting", "down"]
-TOPOLOGIES = ("shared-store", "replication-zk")
+TOPOLOGIES = ("shared-store", "replication-zk", "replication")
 CONSOLE_JOLOKIA = "/console/jolokia"
 BROKER_MBEAN = "org.apache.activemq.artemis:broker=*"
 #: log codes that say a broker is serving (AMQ221001 start as primary, AMQ221007 "Server is now
@@ -179,6 +184,7 @@ class ArtemisPair(LabProcesses):
         zk_connect: str | None = None,
         zk_session_ms: int = 18000,
         stop_grace: float = 20.0,
+        replication_proxy: bool = False,
     ) -> None:
         if topology not in TOPOLOGIES:
             raise ValueError(f"topology must be one of {TOPOLOGIES}, not {topology!r}")
@@ -200,6 +206,9 @@ class ArtemisPair(LabProcesses):
         self.monitor_password = secrets.token_urlsafe(12)
         self.admin_password = secrets.token_urlsafe(12)
         self._cluster_password = secrets.token_urlsafe(12)
+        # broker-to-broker traffic through a proxy per broker: fixed ports (broker.xml names them), up while the pair runs
+        self.link_ports: dict[str, int] = {n: free_port() for n in self.names} if replication_proxy else {}
+        self.links: dict[str, TcpProxy] = {}
         self.origin = "http://127.0.0.1"  # what jolokia-access.xml's allow-origin *://127.0.0.1* accepts
         self._brokers: dict[str, ArtemisBroker] = {}
         self._init_processes(self._brokers, forget_on_stop=True)
@@ -235,6 +244,9 @@ class ArtemisPair(LabProcesses):
         """Primary until active, then backup until passive; stops both if either fails."""
         primary, backup = self.names
         deadline = time.monotonic() + timeout
+        for name, port in self.link_ports.items():
+            if name not in self.links:
+                self.links[name] = TcpProxy(("127.0.0.1", self.acceptor_ports[name]), port, f"link-to-{name}").start()
         try:
             self.start_broker(primary, "active", timeout)
             self.start_broker(backup, "backup", max(5.0, deadline - time.monotonic()))
@@ -268,11 +280,31 @@ class ArtemisPair(LabProcesses):
                    max(5.0, timeout), f"to log one of {codes}")
         return seen
 
+    def stop(self) -> None:
+        super().stop()
+        while self.links:
+            self.links.popitem()[1].close()
+
     # ---------------------------------------------------------------- faults
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> int:
         """Send ``sig`` to the broker's JVM (verified pid); waits for the exit of a SIGKILL."""
         return self._send(name, sig, wait=sig == signal.SIGKILL)[0]
+
+    def cut_link(self) -> float:
+        """Stop every byte between the two brokers (``replication_proxy``); returns the time of the cut."""
+        if not self.links:
+            raise LabError("cut_link needs a pair started with replication_proxy=True")
+        now = time.time()
+        for proxy in self.links.values():
+            proxy.cut()
+        return now
+
+    def heal_link(self) -> float:
+        now = time.time()
+        for proxy in self.links.values():
+            proxy.heal()
+        return now
 
     def pause(self, name: str) -> int:
         return self.kill(name, signal.SIGSTOP)
@@ -320,9 +352,10 @@ class ArtemisPair(LabProcesses):
         data = self.workdir / "shared" if self.topology == "shared-store" else self.instance_dir(name) / "data"
         create(artemis_home(), self.instance_dir(name), InstanceSpec(
             name=name, acceptor_port=self.acceptor_ports[name], http_port=self.http_ports[name],
-            peer_port=self.acceptor_ports[other], data_dir=data, heap=self.heap.upper(),
+            peer_port=self.link_ports.get(other, self.acceptor_ports[other]), data_dir=data, heap=self.heap.upper(),
             admin_password=self.admin_password, monitor_password=self.monitor_password,
-            cluster_password=self._cluster_password, ha=self.ha[name]))
+            cluster_password=self._cluster_password, ha=self.ha[name],
+            announce_port=self.link_ports.get(name)))
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(self.monitor_password + "\n")

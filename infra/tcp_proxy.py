@@ -133,7 +133,7 @@ class TcpProxy:
                 if not data:
                     break
                 dst.sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: select() on a socket the other direction just closed
             pass
         finally:
             done.set()

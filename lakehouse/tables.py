@@ -1147,7 +1147,9 @@ FINDING_CAUSES = TableContract(
     doc=(
         "Probable causes joined onto HA events: a GC pause (gc_findings) or a ZooKeeper finding "
         "(zk_findings) on the instance that lost its role, or on its ensemble, shortly before a "
-        "failover (failover_events) or during a split-brain window (split_brain_windows). One row "
+        "failover (failover_events) or during a split-brain window (split_brain_windows); a live "
+        "that had lost its replica (replication_findings `replica-sync-gap`) before or during a "
+        "split-brain window of its group. One row "
         "per (effect, cause) pair; `lead_s` is how long before the effect the cause began. Rules: "
         "analysis/causes.py. Recomputed from the gold tables on every run."
     ),
@@ -1155,7 +1157,7 @@ FINDING_CAUSES = TableContract(
         _c("cause_id", pa.string(), "stable id: hash of effect and cause ids", False),
         _c("effect_table", pa.string(), "failover_events | split_brain_windows", False),
         _c("effect_id", pa.string(), "event_id / window_id of the effect", False),
-        _c("cause_table", pa.string(), "gc_findings | zk_findings", False),
+        _c("cause_table", pa.string(), "gc_findings | zk_findings | replication_findings", False),
         _c("cause_id_ref", pa.string(), "finding_id of the cause", False),
         _c("cause_code", pa.string(), "code of the cause finding", False),
         _c("group_name", pa.string(), "HA group of the effect", False),

@@ -10,6 +10,12 @@ drill's own ground truth:
         quorum is back; the backup takes over
     tests/fixtures/artemis/drill_shared_store_clients.*        a STOMP producer and consumer failing
         over with a shared-store pair (brokerscope.drills.artemis_clients): Jepsen counts
+    tests/fixtures/artemis/drill_replication_zk_link_cut.*     the replication link of the lock-manager
+        pair cut silently for 150 s (brokerscope.drills.artemis_link_cut): the primary drops its
+        backup at connection-ttl and serves on unprotected, the backup is refused by the activation
+        sequence and resyncs after the heal
+    tests/fixtures/artemis/drill_replication_link_cut.*        the same cut of a classic replication
+        pair (quorum vote, one pair): the backup activates beside the primary — a real split brain
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 from pathlib import Path
 
 
-from brokerscope.drills import artemis_clients, artemis_pause, artemis_zk_quorum
+from brokerscope.drills import artemis_clients, artemis_link_cut, artemis_pause, artemis_zk_quorum
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
 from lakehouse.store import Lakehouse
 from tests import recordings
@@ -78,3 +84,42 @@ def test_replayed_failover_with_real_clients_loses_nothing_and_sees_them_move(tm
     ledger = truth["ledger"]
     assert ledger["acked"] > 250 and ledger["lost"] == [] and ledger["distinct_received"] == ledger["acked"]
     assert len(truth["clients"]["failover-producer"]) == 2  # the primary, then the backup
+
+
+def test_replayed_link_cut_under_the_lock_manager_is_an_unprotected_primary_not_a_split_brain(tmp_path_factory, spark):
+    """The replication link of the lock-manager pair cut silently for 150 s: no split brain, no
+    failover; the primary's time without a replica found from its AMQ222092 to the backup's
+    AMQ221024 after the heal, and told as a lost link (the backup still claimed to be in sync)."""
+    truth = json.loads((FIX / "drill_replication_zk_link_cut.truth.json").read_text())
+    lh = replayed("drill_replication_zk_link_cut", tmp_path_factory.mktemp("artemis-link-cut-zk"), spark)
+    card = assert_passed(artemis_link_cut.score(lh, truth))
+    print("\n" + card.render())
+    assert not truth["dual_active"] and truth["roles_after_heal"] == {"art-a": "active", "art-b": "backup"}
+    cut = truth["cut_ts"]
+    # Artemis, not us: the primary dropped the replica at connection-ttl (60 s) and a durable send
+    # waited for that; the backup noticed 60-120 s after the cut and was refused by the sequence
+    assert 45 <= truth["replica_dropped_log_ts"] - cut <= 62
+    assert abs(truth["send_during_cut_receipt_ts"] - truth["replica_dropped_log_ts"]) < 1.0
+    assert truth["backup_not_candidate_log_ts"] and truth["takeover_log_ts"] is None
+    assert truth["resync_log_ts"] > truth["heal_ts"]
+    assert card.detected["cause: the link (the backup kept answering)"]
+    assert [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "unprotected-live"] == []
+
+
+def test_replayed_link_cut_of_a_classic_pair_is_a_split_brain_caused_by_the_lost_link(tmp_path_factory, spark):
+    """The same cut of a classic replication pair: the backup, alone in its vote, activates while the
+    primary serves — a split brain found from the backup's AMQ221007 to the drill's kill of it, its
+    likely cause the primary's lost replica; and the one-pair vote found as a risk."""
+    truth = json.loads((FIX / "drill_replication_link_cut.truth.json").read_text())
+    lh = replayed("drill_replication_link_cut", tmp_path_factory.mktemp("artemis-link-cut"), spark)
+    card = assert_passed(artemis_link_cut.score(lh, truth))
+    print("\n" + card.render())
+    assert truth["dual_active"] and truth["backup_vote_ignored_log_ts"] and truth["takeover_log_ts"]
+    assert truth["takeover_log_ts"] < truth["heal_ts"]  # during the cut, not because of the heal
+    # the two learn of each other only through the healed link (AMQ222294 on both), and stay active
+    assert truth["heal_ts"] < truth["split_brain_warned_primary_log_ts"] < truth["heal_ts"] + 5
+    assert truth["roles_after_heal"] == {"art-a": "active", "art-b": "active"}
+    (cause,) = [c for c in lh.read("finding_causes").to_pylist() if c["effect_table"] == "split_brain_windows"]
+    assert (cause["cause_code"], cause["instance"], cause["confidence"]) == ("replica-sync-gap", "art-a", "likely")
+    assert cause["lead_s"] > 30  # the primary had dropped its backup about a minute before
+    assert {r["code"] for r in lh.read("risk_findings").to_pylist()} >= {"quorum-too-small", "unprotected-live"}

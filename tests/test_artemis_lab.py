@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from infra import artifacts
-from infra.artemis.instance import LOCK_MANAGER, HaSpec, ha_policy_xml
+from infra.artemis.instance import LOCK_MANAGER, HaSpec, announce_edit, ha_policy_xml
 from infra.artemis_lab import log_times, role_of
 
 
@@ -75,3 +75,22 @@ def test_broker_log_times_are_utc_and_match_on_the_message(tmp_path):
     assert msg == "AMQ221010: Backup Server is now active" and t == 1795644535.283
     assert log_times(log, "AMQ2210(08|10)", since=1795644536.0)[0][1].startswith("AMQ221008")
     assert log_times(tmp_path / "missing.log", "AMQ") == []
+
+
+def test_classic_replication_policy_has_no_lock_manager():
+    """Artemis' defaults otherwise: the quorum vote decides (the artemis-link-cut drill)."""
+    primary = ET.fromstring(ha_policy_xml(HaSpec("replication", backup=False)))
+    assert primary.find("replication/primary/manager") is None
+    assert primary.find("replication/primary/check-for-active-server").text == "false"
+    backup = ET.fromstring(ha_policy_xml(HaSpec("replication", backup=True, allow_failback=False)))
+    assert [e.tag for e in backup.find("replication/backup")] == ["allow-failback"]
+
+
+def test_the_announced_connector_can_point_at_the_replication_proxy():
+    """The connector a broker announces in the topology is the one its backup dials for replication
+    (seen with ss -tnp on 2.40.0): with a proxy port it points there, the acceptor stays."""
+    xml = ('<connector name="artemis">tcp://127.0.0.1:61616</connector>\n'
+           '<acceptor name="artemis">tcp://127.0.0.1:61616?protocols=CORE</acceptor>')
+    edited = announce_edit(61616, 40001)(xml)
+    assert '<connector name="artemis">tcp://127.0.0.1:40001</connector>' in edited
+    assert '<acceptor name="artemis">tcp://127.0.0.1:61616?protocols=CORE</acceptor>' in edited

@@ -6,8 +6,8 @@ import pytest
 
 from analysis.causes import CauseParams, finding_causes, group_ensembles
 from analysis.runs import contract_frame
-from lakehouse.tables import (BROKER_STATE, FAILOVER_EVENTS, GC_FINDINGS, SPLIT_BRAIN_WINDOWS, ZK_COORDINATION,
-                              ZK_FINDINGS, contract)
+from lakehouse.tables import (BROKER_STATE, FAILOVER_EVENTS, GC_FINDINGS, REPLICATION_FINDINGS, SPLIT_BRAIN_WINDOWS,
+                              ZK_COORDINATION, ZK_FINDINGS, contract)
 
 T0 = pd.Timestamp("2026-11-22 02:13:00")
 PARAMS = CauseParams(scrape_interval_s=5, scrapes=2, slack_s=30)
@@ -38,12 +38,13 @@ def zk(code, s, e, group="g", ensemble="ens", instance=None, severity="warn") ->
             "instance": instance, "node_id": None, "start_ts": at(s), "end_ts": at(e), "observations": 1, "message": "m"}
 
 
-def causes(spark, failovers=(), windows=(), gc=(), zk_rows=(), ensembles=()):
+def causes(spark, failovers=(), windows=(), gc=(), zk_rows=(), ensembles=(), repl=()):
     ens = spark.createDataFrame(list(ensembles) or [("", "")], "group_name string, ensemble string")
     if not ensembles:
         ens = ens.limit(0)
     df = finding_causes(frame(spark, list(failovers), FAILOVER_EVENTS), frame(spark, list(windows), SPLIT_BRAIN_WINDOWS),
-                        frame(spark, list(gc), GC_FINDINGS), frame(spark, list(zk_rows), ZK_FINDINGS), ens, PARAMS)
+                        frame(spark, list(gc), GC_FINDINGS), frame(spark, list(zk_rows), ZK_FINDINGS), ens, PARAMS,
+                        repl=frame(spark, list(repl), REPLICATION_FINDINGS))
     return sorted(df.collect(), key=lambda r: (r.cause_table, r.cause_id_ref))
 
 
@@ -108,3 +109,25 @@ def test_group_ensembles_from_findings_and_node_ids(spark):
     got = {tuple(r) for r in group_ensembles(found, coord.select("ensemble", "node_id"), state.select("node_id", "group_name")).collect()}
     assert got == {("g1", "e1"), ("g2", "e3")}
     assert contract("finding_causes").keys == ("cause_id",)
+
+
+def replica_gap(s: float, e: float, instance="amq-a", detail="amq-b answered as backup/live/starting") -> dict:
+    return {"finding_id": f"repl-{instance}-{s}", "code": "replica-sync-gap", "severity": "error", "certainty": "certain",
+            "kind": "artemis", "group_name": "g", "instance": instance, "flow": "artemis-replica", "start_ts": at(s),
+            "end_ts": at(e), "is_open": False, "duration_s": e - s, "value_max": e - s, "value_last": e - s,
+            "threshold": 60.0, "unit": "s", "detail": detail, "message": "m", "advice": "a"}
+
+
+def test_a_live_that_lost_its_replica_before_a_split_brain_is_its_likely_cause(spark):
+    """Classic replication after a silent link cut (docs/ARTEMIS_LAB.md 23): the live drops its backup
+    at connection-ttl, the backup activates about a minute later; the second live's own gap, which
+    begins with the window, is not a cause."""
+    window = {"window_id": "w1", "kind": "artemis", "group_name": "g", "instance_a": "amq-a", "instance_b": "amq-b",
+              "certain_start": at(115), "certain_end": at(220), "possible_start": at(114.5), "certainty": "certain"}
+    repl = [replica_gap(59, 222), replica_gap(115, 220, instance="amq-b", detail="amq-a answered as live")]
+    (c,) = causes(spark, windows=[window], repl=repl)
+    assert (c.cause_table, c.cause_code, c.instance, c.confidence, c.lead_s) == (
+        "replication_findings", "replica-sync-gap", "amq-a", "likely", pytest.approx(56))
+    assert c.message == ("amq-a lost its replica at 02:13:59.0 (ReplicaSync false; amq-b answered as backup/live/starting); "
+                         "split brain of amq-a and amq-b began at 02:14:55.0")
+    assert causes(spark, windows=[window], repl=[replica_gap(0, 70)]) == []  # in sync again long before: outside the look-back

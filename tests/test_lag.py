@@ -268,6 +268,29 @@ def test_replica_sync_gap_never_from_one_sample():
     assert replica_sync_gaps(replica_rows([False, False], step_s=30), NO_STATE, grace_s=60).empty  # 30 s < grace
 
 
+def backup_rows(replica_sync, reachable=True, step_s=30) -> pd.DataFrame:
+    n = len(replica_sync)
+    return pd.DataFrame({"ts": [T("2026-01-01") + pd.Timedelta(seconds=step_s * i + 1) for i in range(n)],
+                         "group_name": "pair", "instance": "backup", "reachable": reachable,
+                         "role": "backup" if reachable else "unknown", "replica_sync": replica_sync,
+                         "error": None if reachable else "connection refused"})
+
+
+def test_a_backup_claiming_sync_after_its_live_dropped_it_names_the_link():
+    """A silent cut of the replication link (docs/ARTEMIS_LAB.md 23): the live drops its backup at
+    connection-ttl while the backup still reports ReplicaSync true — they lost each other, so the
+    finding names the link; a backup that stopped answering is not a link."""
+    live = replica_rows([True, False, False, False, True], step_s=30)
+    (f,) = replica_sync_gaps(live, backup_rows([True, True, True, False, True]), grace_s=60).to_dict("records")
+    assert "the replication link was lost, not the backup" in f["message"]
+    assert f["detail"] == "backup answered as backup"
+    (g,) = replica_sync_gaps(live, backup_rows([None] * 5, reachable=False), grace_s=60).to_dict("records")
+    assert "link" not in g["message"] and "not synchronized" in g["message"]
+    assert g["detail"] == "backup did not answer (connection refused)"
+    (h,) = replica_sync_gaps(live, backup_rows([False] * 5), grace_s=60).to_dict("records")  # syncing: both agree
+    assert "link" not in h["message"] and h["detail"] == "backup answered as backup"
+
+
 def test_artemis_failover_capture_replica_sync():
     facts = silver("artemis/failover_jolokia2.jsonl.gz", {"art-live": ("artemis", "pair"), "art-backup": ("artemis", "pair")})
     repl, state = facts["replication_stats"], facts["broker_state"]

@@ -35,6 +35,8 @@ DRILLS: dict[str, str] = {
     "artemis-pause-zk": "brokerscope.drills.artemis_pause",
     "artemis-zk-quorum-loss": "brokerscope.drills.artemis_zk_quorum",
     "artemis-clients": "brokerscope.drills.artemis_clients",
+    "artemis-link-cut-zk": "brokerscope.drills.artemis_link_cut",
+    "artemis-link-cut": "brokerscope.drills.artemis_link_cut",
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",
     "kafka-controller-kill": "brokerscope.drills.kafka_kill",
     "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",

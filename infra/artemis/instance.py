@@ -8,8 +8,10 @@ Edits, each for a reason:
  * a read-only monitoring user (``brokerscope``, role ``view``): added to the JAAS properties, to
    the console's allowed roles (HAWTIO_ROLES) and to management.xml's ``get*``/``is*`` entries
    only — it can read every MBean attribute and invoke or write nothing.
- * ``<ha-policy>``: rendered here (shared store, or replication with the ZooKeeper lock manager),
-   with the failback switches as flags.
+ * ``<ha-policy>``: rendered here (shared store, replication with the ZooKeeper lock manager, or
+   classic replication with Artemis' default quorum vote), with the failback switches as flags.
+ * only with ``announce_port``: the connector the broker announces in the cluster topology (the one
+   a replicating backup dials) points there instead of at its own acceptor — the lab's TCP proxy.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class InstanceError(RuntimeError):
 class HaSpec:
     """What goes into ``<ha-policy>`` of one broker."""
 
-    topology: str  # shared-store | replication-zk
+    topology: str  # shared-store | replication-zk | replication (classic: quorum vote, no lock manager)
     backup: bool
     failover_on_shutdown: bool = False
     allow_failback: bool = True  # backup: step aside when the primary comes back
@@ -57,6 +59,7 @@ class InstanceSpec:
     monitor_password: str
     cluster_password: str
     ha: HaSpec
+    announce_port: int | None = None  # the announced connector's port when not the acceptor's (a proxy)
 
 
 def create(home: Path, instance: Path, spec: InstanceSpec) -> None:
@@ -81,6 +84,8 @@ def create(home: Path, instance: Path, spec: InstanceSpec) -> None:
     _edit(etc / "artemis.profile", _heap_edit(spec.heap))
     _add_monitor_user(etc, spec.monitor_password)
     _edit(etc / "broker.xml", lambda text: _replace_ha_policy(text, ha_policy_xml(spec.ha)))
+    if spec.announce_port not in (None, spec.acceptor_port):
+        _edit(etc / "broker.xml", announce_edit(spec.acceptor_port, spec.announce_port))
 
 
 def _edit(path: Path, change) -> None:
@@ -109,6 +114,13 @@ def _add_monitor_user(etc: Path, password: str) -> None:
                                                    rf"\1amq,{MONITOR_ROLE}\2", t))
 
 
+def announce_edit(acceptor_port: int, announce_port: int):
+    def change(text: str) -> str:  # the cluster connection's <connector-ref>artemis</connector-ref>
+        return text.replace(f'<connector name="artemis">tcp://127.0.0.1:{acceptor_port}</connector>',
+                            f'<connector name="artemis">tcp://127.0.0.1:{announce_port}</connector>', 1)
+    return change
+
+
 def _replace_ha_policy(text: str, policy: str) -> str:
     new, n = re.subn(r"<ha-policy>.*?</ha-policy>", policy, text, count=1, flags=re.S)
     if n != 1:
@@ -123,6 +135,10 @@ def ha_policy_xml(ha: HaSpec) -> str:
         if ha.backup:
             inner.append(f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>")
         return _policy("shared-store", role, inner)
+    if ha.topology == "replication":  # Artemis' defaults otherwise: the quorum vote decides
+        inner = [f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>"] if ha.backup else [
+            f"<check-for-active-server>{_b(ha.check_for_active)}</check-for-active-server>"]
+        return _policy("replication", role, inner)
     if ha.topology != "replication-zk":
         raise ValueError(f"unknown topology {ha.topology!r}")
     if not ha.zk_connect:
