@@ -49,7 +49,7 @@ class Run:
     path: str
     wall: float
     ops: list[Op] = field(default_factory=list)
-    jobs: list[tuple[str, str]] = field(default_factory=list)  # (label, Spark's job description)
+    jobs: list[tuple[str, str, float]] = field(default_factory=list)  # (label, Spark's job description, seconds)
     gold: dict[str, list] = field(default_factory=dict)
 
 
@@ -124,14 +124,17 @@ def status_store_jobs(spark) -> list:
     return [seq.apply(i) for i in range(seq.size())]
 
 
-def jobs_since(spark, first_id: int) -> list[tuple[int, str, str]]:
-    """(job id, job group, description or name) of every job from `first_id`, from the status store."""
+def jobs_since(spark, first_id: int) -> list[tuple[int, str, str, float]]:
+    """(job id, job group, description or name, seconds from submission to completion) of every job
+    from `first_id`, from the status store."""
     out = []
     for j in status_store_jobs(spark):
         if j.jobId() >= first_id:
             group = j.jobGroup().get() if j.jobGroup().isDefined() else "(no group)"
             desc = j.description().get() if j.description().isDefined() else j.name()
-            out.append((j.jobId(), group, " ".join(str(desc).split())[:90]))
+            start, end = j.submissionTime(), j.completionTime()
+            seconds = (end.get().getTime() - start.get().getTime()) / 1000 if start.isDefined() and end.isDefined() else 0.0
+            out.append((j.jobId(), group, " ".join(str(desc).split())[:90], seconds))
     return sorted(out)
 
 
@@ -168,7 +171,7 @@ def analyze_once(spark, path: str, work: Path, say) -> Run:
         analyze(cfg, mode=path, spark=spark, progress=labels.progress)
         wall = time.perf_counter() - t
     spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    run = Run(path, wall, ops, [(g, d) for _i, g, d in jobs_since(spark, first)], gold_rows(root))
+    run = Run(path, wall, ops, [(g, d, sec) for _i, g, d, sec in jobs_since(spark, first)], gold_rows(root))
     shutil.rmtree(root, ignore_errors=True)
     say(f"{path:6} analyze: {wall:7.2f} s, {len(run.jobs)} Spark jobs, {sum(o.kind == 'write' for o in ops)} writes "
         f"({sum(o.seconds for o in ops if o.kind == 'write'):.1f} s), {sum(o.kind == 'read' for o in ops)} reads "
@@ -183,20 +186,24 @@ def stage_of(label: str) -> str:
 def print_details(run: Run) -> None:
     """Jobs per stage, per kind of job (Spark's description), and the slowest calls of one run."""
     print(f"\n{run.path}: Spark jobs per stage (label = the progress message it ran under)")
-    per_stage = collections.Counter(stage_of(g) for g, _d in run.jobs)
+    per_stage = collections.Counter(stage_of(g) for g, _d, _s in run.jobs)
     for stage, n in per_stage.items():
         print(f"  {n:4}  {stage}")
     print(f"{run.path}: Spark jobs by description")
-    for desc, n in collections.Counter(d for _g, d in run.jobs).most_common():
+    for desc, n in collections.Counter(d for _g, d, _s in run.jobs).most_common():
         print(f"  {n:4}  {desc}")
-    print(f"{run.path}: reads and writes (seconds, jobs under the call)")
-    jobs_per_label = collections.Counter(g for g, _d in run.jobs)
+    print(f"{run.path}: reads and writes (seconds; jobs under the call and their seconds, submission to completion)")
+    jobs_per_label = collections.Counter(g for g, _d, _s in run.jobs)
+    seconds_per_label = collections.Counter()
+    for g, _d, sec in run.jobs:
+        seconds_per_label[g] += sec
     for op in run.ops:
-        print(f"  {op.kind:5} {op.table:24} {op.seconds:6.2f} s {jobs_per_label.get(op.label, 0):3} jobs   [{stage_of(op.label)}]")
+        print(f"  {op.kind:5} {op.table:24} {op.seconds:6.2f} s {jobs_per_label.get(op.label, 0):3} jobs "
+              f"{seconds_per_label.get(op.label, 0):6.2f} s   [{stage_of(op.label)}]")
 
 
 def print_summary(runs: list[Run], paths: list[str]) -> None:
-    print("\npath     runs (wall s)              best   jobs  writes (s)  reads (s)")
+    print("\npath     runs (wall s)              best   jobs  in jobs (s)  writes (s)  reads (s)")
     best = {}
     for path in paths:
         mine = [r for r in runs if r.path == path]
@@ -204,8 +211,9 @@ def print_summary(runs: list[Run], paths: list[str]) -> None:
         jobs = sorted({len(r.jobs) for r in mine})
         w = min(sum(o.seconds for o in r.ops if o.kind == "write") for r in mine)
         rd = min(sum(o.seconds for o in r.ops if o.kind == "read") for r in mine)
+        in_jobs = min(sum(sec for _g, _d, sec in r.jobs) for r in mine)
         print(f"{path:8} {', '.join(f'{r.wall:.1f}' for r in mine):24} {best[path]:7.1f} {'/'.join(map(str, jobs)):>6} "
-              f"{w:10.1f} {rd:10.1f}")
+              f"{in_jobs:11.1f} {w:11.1f} {rd:10.1f}")
     if len(paths) == 2:
         a, b = paths
         pairs = [x.wall / y.wall for x, y in zip((r for r in runs if r.path == a), (r for r in runs if r.path == b))]
