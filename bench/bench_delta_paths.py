@@ -3,9 +3,12 @@ kill-master drill (tests/fixtures/drill_kill_master.*): Spark jobs per stage and
 read and write, the two paths alternating in one process and one Spark session.
 
     python bench/bench_delta_paths.py --repeat 2
+    python bench/bench_delta_paths.py --repeat 2 --incremental
 
 Each run replays the recording into a fresh lakehouse (delta-rs, as a collector writes it; not
-timed), then times `analysis.runner.analyze` on one path. Spark job counts are deterministic; wall
+timed), then times `analysis.runner.analyze` on one path; with --incremental the first half of the
+recording is replayed and analysed untimed first, and the timed analysis is the incremental one
+over the second half (what `brokerscope run` does every tick: overwrites of existing tables). Spark job counts are deterministic; wall
 times on a shared machine are not, so compare the paths by their ratio within one run of this
 script. Every Spark job is labelled (its job group) with the analysis stage and the
 SparkLakehouse read/write it ran under; the counts come from Spark's status store. A read's time
@@ -63,7 +66,8 @@ def print_header(argv: list[str]) -> None:
 
     from infra import delta_jars
 
-    cpu = next((x.split(":", 1)[1].strip() for x in open("/proc/cpuinfo") if x.startswith("model name")), "?")
+    with open("/proc/cpuinfo") as info:
+        cpu = next((x.split(":", 1)[1].strip() for x in info if x.startswith("model name")), "?")
     print(f"date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"machine: nproc={os.cpu_count()} cpu={cpu!r} python={platform.python_version()} loadavg(before)={load()}")
     print(f"versions: pyspark=={pyspark.__version__} delta-spark jars {delta_jars.coordinates()} "
@@ -144,15 +148,26 @@ def next_job_id(spark) -> int:
 
 
 def gold_rows(lakehouse_root: Path) -> dict[str, list]:
-    from tests.test_delta_parity import snapshot
-
     from lakehouse.store import Lakehouse
+    from tests.test_delta_parity import snapshot
 
     return snapshot(Lakehouse(lakehouse_root))
 
 
-def analyze_once(spark, path: str, work: Path, say) -> Run:
-    """Replay the drill into a fresh lakehouse, then one timed `analyze` on `path`."""
+def drill_parts(work: Path, incremental: bool) -> tuple[list[Path], Path]:
+    """What is replayed and analysed untimed first, and what the timed analysis runs on: the whole
+    recording in one go, or its first half and then (incrementally) its second half."""
+    if not incremental:
+        return [], DRILL_RECORDING
+    from tests.test_delta_parity import halves
+
+    first, second = halves("activemq-kill-master", work)
+    return [first], second
+
+
+def analyze_once(spark, path: str, work: Path, say, incremental: bool = False) -> Run:
+    """A fresh lakehouse, the drill replayed into it, one timed `analyze` on `path` (incremental:
+    over the second half of the recording, after an untimed analysis of the first half)."""
     import yaml
 
     from analysis.runner import analyze
@@ -163,7 +178,11 @@ def analyze_once(spark, path: str, work: Path, say) -> Run:
     data = yaml.safe_load(DRILL_CONFIG.read_text())
     data["lakehouse"] = str(root)
     cfg = config_from_dict(data)
-    replay(cfg, DRILL_RECORDING)
+    before, timed = drill_parts(work, incremental)
+    for part in before:
+        replay(cfg, part)
+        analyze(cfg, mode=path, spark=spark)
+    replay(cfg, timed)
     labels, ops = JobLabels(spark), []
     first = next_job_id(spark)
     with timed_calls(labels, ops):
@@ -173,9 +192,10 @@ def analyze_once(spark, path: str, work: Path, say) -> Run:
     spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
     run = Run(path, wall, ops, [(g, d, sec) for _i, g, d, sec in jobs_since(spark, first)], gold_rows(root))
     shutil.rmtree(root, ignore_errors=True)
-    say(f"{path:6} analyze: {wall:7.2f} s, {len(run.jobs)} Spark jobs, {sum(o.kind == 'write' for o in ops)} writes "
-        f"({sum(o.seconds for o in ops if o.kind == 'write'):.1f} s), {sum(o.kind == 'read' for o in ops)} reads "
-        f"({sum(o.seconds for o in ops if o.kind == 'read'):.1f} s); loadavg {load()}")
+    say(f"{path:6} {'incremental ' if incremental else ''}analyze: {wall:7.2f} s, {len(run.jobs)} Spark jobs, "
+        f"{sum(o.kind == 'write' for o in ops)} writes ({sum(o.seconds for o in ops if o.kind == 'write'):.1f} s), "
+        f"{sum(o.kind == 'read' for o in ops)} reads ({sum(o.seconds for o in ops if o.kind == 'read'):.1f} s); "
+        f"loadavg {load()}")
     return run
 
 
@@ -228,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paths", default="native,bridge", help="comma-separated: native and/or bridge (default both)")
     ap.add_argument("--no-warm-up", action="store_true",
                     help="skip the untimed first analysis per path (class loading, JIT; the first native run is far slower)")
+    ap.add_argument("--incremental", action="store_true",
+                    help="time an incremental analyze: the recording's second half over a lakehouse that analysed its first half")
     ap.add_argument("--details", action="store_true", help="per path: jobs per stage and description, every read and write")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf at session start (repeatable)")
     args = ap.parse_args(argv)
@@ -252,11 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.no_warm_up:
             for path in paths:
-                analyze_once(spark, path, work, lambda m, p=path: say(f"warm-up {m}"))
+                analyze_once(spark, path, work, lambda m: say(f"warm-up {m}"), args.incremental)
         runs = []
         for _ in range(args.repeat):  # interleaved: load from other processes hits both paths alike
             for path in paths:
-                runs.append(analyze_once(spark, path, work, say))
+                runs.append(analyze_once(spark, path, work, say, args.incremental))
         if len({repr(r.gold) for r in runs}) != 1:
             raise AssertionError("the paths (or the runs) gave different silver/gold")
         say(f"same silver and gold on every run: {sum(map(len, runs[0].gold.values()))} rows in {len(runs[0].gold)} tables")

@@ -3,18 +3,19 @@
 `spark.read.format("delta").load(path)` leaves the file list open: delta-spark's optimizer rule
 PrepareDeltaScan lists the snapshot's files again in a Spark job ("Delta: Filtering files for
 query") for every query that touches the DataFrame, and the first listing of a new version also
-rebuilds its state ("Compute snapshot for version: N", two jobs). A job is 0.3–1 s of scheduling
-on two loaded cores whatever the table's size, and an analysis runs a few queries over each of
-the tables it reads: that was most of native Delta's extra cost against the delta-rs bridge
-(BENCHMARKS.md, issue 20).
+replays its log and aggregates its state ("Compute snapshot for version: N", two to three jobs).
+A job is 0.3–1 s of scheduling on two loaded cores whatever the table's size, and an analysis runs
+a few queries over each table it reads: on the kill-master drill these were 67 of the 86 Spark
+jobs native Delta ran beyond the delta-rs bridge (BENCHMARKS.md, issue 20).
 
 Here the read pins one snapshot (`DeltaLog.forTableWithSnapshot`: the log listed now, so our own
 last commit is seen) and hands its files to delta-spark's own scan over a fixed file list
 (`DeltaLog.createDataFrame` → TahoeBatchFileIndex: the same Parquet reader, partition pruning on
 the driver, deletion vectors and column mapping applied), so later queries plan with no Delta job.
-The files come from the version's checksum file when delta-spark wrote them there (it keeps every
-file of a table of up to `allFilesInCrc.thresholdNumFiles` = 50 files in `<version>.crc`, computed
-incrementally at commit), else from one log replay. What is lost against the open reader is
+A DataFrame read before a later commit keeps reading its own version, as the bridge's file list
+does. The files come from the version's checksum file when delta-spark wrote them there (it keeps
+every file of a table of up to `spark.databricks.delta.allFilesInCrc.thresholdNumFiles` = 50 files
+in `<version>.crc`, computed incrementally at commit), else from one log replay. What is lost against the open reader is
 min/max data skipping (partition pruning stays); the bridge has none either.
 
 These are delta-spark's internal Scala APIs (pinned: infra/delta_jars.py); a delta-spark without

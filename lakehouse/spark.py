@@ -2,8 +2,10 @@
 
 `SparkLakehouse.read/write` give the same result in both modes (DESIGN.md "Scale"):
 
-* **native** — ``spark.read.format("delta")`` / ``df.write.format("delta")`` (needs delta-spark's
-  jars on the classpath and the Delta session extension; see `spark_session`).
+* **native** — delta-spark reads and writes (needs its jars on the classpath and the Delta session
+  extension; see `spark_session`): ``df.write.format("delta")``, and reads that list a snapshot's
+  files once, when the read is made (lakehouse/delta_snapshot.py: delta-spark's own scan over that
+  list, no Delta job per query; the public ``spark.read.format("delta")`` when that API is missing).
 * **bridge** — no Delta JVM code at all:
 
   - *read*: delta-rs gives the current snapshot's files and partition values
