@@ -2,8 +2,10 @@
 
 `SparkLakehouse.read/write` give the same result in both modes (DESIGN.md "Scale"):
 
-* **native** — ``spark.read.format("delta")`` / ``df.write.format("delta")`` (needs delta-spark's
-  jars on the classpath and the Delta session extension; see `spark_session`).
+* **native** — delta-spark reads and writes (needs its jars on the classpath and the Delta session
+  extension; see `spark_session`): ``df.write.format("delta")``, and reads that list a snapshot's
+  files once, when the read is made (lakehouse/delta_snapshot.py: delta-spark's own scan over that
+  list, no Delta job per query; the public ``spark.read.format("delta")`` when that API is missing).
 * **bridge** — no Delta JVM code at all:
 
   - *read*: delta-rs gives the current snapshot's files and partition values
@@ -56,6 +58,7 @@ from pyspark.sql import types as T
 
 from infra import delta_jars
 from lakehouse.delta_files import delta_stats, partition_string, partition_values_from_path
+from lakehouse.delta_snapshot import pinned_frame
 from lakehouse.store import BRIDGE_STAGING_RE, Lakehouse, LakehouseError, _first_line, _pyarrow_fs
 from lakehouse.tables import TableContract, contract
 from lakehouse.spark_session import (  # noqa: F401  re-exported: lakehouse.spark is the jobs' one import
@@ -211,10 +214,7 @@ class SparkLakehouse:
         if dt is None:
             return _project(self._empty(c), columns)
         if self.mode == "native":
-            reader = self.spark.read.format("delta")
-            if version is not None:
-                reader = reader.option("versionAsOf", version)
-            return _project(self._to_contract(c, reader.load(self._spark_uri(name))), columns)
+            return _project(self._to_contract(c, self._native_read(name, version)), columns)
         return self._bridge_read(c, dt, columns=columns)
 
     def read_appended(self, name: str, since_version: int, columns: Sequence[str] | None = None) -> Appended | None:
@@ -684,8 +684,22 @@ class SparkLakehouse:
 
     # -- native --------------------------------------------------------------------------------
 
+    def _native_read(self, name: str, version: int | None) -> DataFrame:
+        """delta-spark's reader over one snapshot's files (lakehouse/delta_snapshot.py: no Delta
+        job per query), or its public reader when this delta-spark lacks the APIs for that."""
+        uri = self._spark_uri(name)
+        pinned = pinned_frame(self.spark, uri, version)
+        if pinned is not None:
+            return pinned
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(uri)
+
     def _native_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame, mode: str,
                       replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
+        if dt is None:  # a new table replaces nothing: an overwrite would still plan Delta's empty file list
+            mode, replace_where = "append", None
         w = sdf.write.format("delta").mode(mode)
         if commit_info:
             w = w.option("userMetadata", json.dumps(commit_info, sort_keys=True))

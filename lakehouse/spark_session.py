@@ -21,6 +21,8 @@ _log = logging.getLogger("brokerscope.lakehouse.spark")
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+DELTA_TABLE_DEFAULTS = "spark.databricks.delta.properties.defaults."  # + a table property without "delta."
+STATS_COLUMNS = 8  # delta.dataSkippingNumIndexedCols of the tables delta-spark creates
 
 class DeltaSparkUnavailableError(RuntimeError):
     """mode="native" was asked for but delta-spark is not usable in this Spark session."""
@@ -104,6 +106,11 @@ def _with_delta(settings: dict[str, str], delta: str) -> None:
     if DELTA_EXTENSION not in ext:
         settings["spark.sql.extensions"] = ",".join(x for x in (ext, DELTA_EXTENSION) if x)
     settings.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    # delta-spark collects min/max/null statistics on the first 32 columns of every file it writes,
+    # generating the code for them in every write task: about 0.6 s per write of a 20-column table on
+    # two loaded cores (BENCHMARKS.md). The contracts lead with their key, time, group and instance
+    # columns, the ones readers filter on; the rest only ever get scanned.
+    settings.setdefault(DELTA_TABLE_DEFAULTS + "dataSkippingNumIndexedCols", str(STATS_COLUMNS))
 
 
 def _local_cores(master: str) -> int:

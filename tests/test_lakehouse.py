@@ -341,6 +341,38 @@ def test_native_roundtrip(spark, lh):  # noqa: F811
     assert normalized("broker_state", nl.read("broker_state").toArrow()).equals(normalized("broker_state", table_of("broker_state", rows)))
 
 
+def delta_jobs_in_group(spark, group: str) -> list[str]:  # noqa: F811
+    """Descriptions of delta-spark's own jobs ("Delta: Filtering files for query", "Delta: Compute
+    snapshot …") among the jobs of a job group, from Spark's status store."""
+    seq = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    jobs = [seq.apply(i) for i in range(seq.size())]
+    return [j.description().get() for j in jobs if j.jobGroup().isDefined() and j.jobGroup().get() == group
+            and j.description().isDefined() and j.description().get().startswith("Delta:")]
+
+
+def test_native_reads_pin_one_snapshot_and_plan_no_delta_job(spark, lh):  # noqa: F811
+    """A native read lists the table's files once, when it is made (lakehouse/delta_snapshot.py): it
+    sees the commit just made, a frame read before a later commit keeps its version (as the bridge's
+    file list does), and queries over it run none of delta-spark's file-listing jobs."""
+    if not delta_native_available(spark):
+        pytest.skip("delta_native_available(spark) is False: delta-spark's JVM classes are not on the classpath")
+    nl = SparkLakehouse(spark, lh, mode="native")
+    first, second = make_rows("broker_state", 8), make_rows("broker_state", 5, start=100)
+    nl.write("broker_state", spark.createDataFrame(table_of("broker_state", first)))
+    before = nl.read("broker_state")
+    nl.write("broker_state", spark.createDataFrame(table_of("broker_state", second)))
+    after = nl.read("broker_state")
+    group = "test-native-pinned-read"
+    spark.sparkContext.setJobGroup(group, "queries over pinned native reads")
+    try:
+        assert after.count() == 5 and before.count() == 8
+        assert after.where("obs_date = '2024-05-02'").count() == sum(r["obs_date"] == "2024-05-02" for r in second)
+        assert {r["obs_key"] for r in after.select("obs_key").collect()} == {r["obs_key"] for r in second}
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert delta_jobs_in_group(spark, group) == []
+
+
 # --- Spark bridge ---------------------------------------------------------------------------------
 
 
