@@ -23,8 +23,10 @@ Rules (thresholds: the config's `analysis.risk` section; HA facts: the targets' 
   `unprotected_grace` and the rest were fewer than a majority of all.
 * `check-for-live-server-off` (critical): in an Artemis split-brain window, the instance that became
   active second had been live before and came back (restart): a primary that restarts without
-  `check-for-live-server` activates although its backup serves. Certain with
-  `ha.check_for_live_server: false`, possible when not configured, none when it is true.
+  `check-for-active-server` (the deprecated `check-for-live-server`; false by default; in no MBean)
+  activates although its backup serves — seen on a real 2.40.0 classic replication pair (drill
+  artemis-restart-split-brain). Certain with `ha.check_for_live_server: false`, possible when not
+  configured, none when it is true.
 * `shutdown-on-failure-off` (warn): an ActiveMQ target with both `ha.shutdown_on_master_failure`
   and `ha.shutdown_on_slave_failure` false (a standing condition, over the target's observations).
 * `failover-duration` (warn): a failover whose duration is bounded by configuration, with advice:
@@ -340,9 +342,11 @@ def restarted_into_split_brain(windows: pd.DataFrame, intervals: pd.DataFrame, p
                        w.group_name, came_back, bounds, w.duration_s, None, "s", detail, "", "")
         row["message"] = (f"{came_back}, live of {w.group_name} before, came back and activated at {fmt_ts(w.certain_start)} "
                           f"while {other} was active: two live brokers for {_secs(w.duration_s)} — a restarted primary "
-                          "that does not check for a live server takes over regardless")
-        row["advice"] = ("set check-for-live-server=true on the primary (with allow-failback on the backup) so a restarted "
-                         "primary asks the cluster first and fails back cleanly; stop one of the two now")
+                          "that does not check for an active server takes over regardless")
+        row["advice"] = ("set check-for-active-server=true (check-for-live-server before Artemis renamed it) on the "
+                         "primary, with allow-failback on the backup, so a restarted primary asks the cluster first and "
+                         "fails back cleanly — or coordinate through the ZooKeeper lock manager, whose activation "
+                         "sequence keeps a stale primary passive; stop one of the two now")
         out.append(row)
     return out
 

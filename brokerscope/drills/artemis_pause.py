@@ -40,21 +40,26 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
                                    fault_ts="sigstop_ts")
 
 
-def run_on_replication_pair(workdir: Path, interval: float, keep: bool, truth: dict, drive, fault_ts: str):
-    """A drill on a fresh replication pair (lock manager, session SESSION_MS) and its 3-node ensemble:
+def run_on_replication_pair(workdir: Path, interval: float, keep: bool, truth: dict, drive, fault_ts: str,
+                            topology: str = "replication-zk", **pair_options):
+    """A drill on a fresh replication pair — by default under the lock manager (session SESSION_MS)
+    on a 3-node ensemble; ``topology="replication"``: classic, no ensemble (zk is None) —
     `drive(pair, zk, workdir, truth)`, everything stopped by PID, then the log truth after
-    truth[fault_ts]; returns (config path, ground truth)."""
+    truth[fault_ts]; returns (config path, ground truth). ``pair_options`` go to ArtemisPair."""
     workdir = fresh_workdir(workdir, keep)
-    truth = {"topology": "replication-zk", "scrape_interval_s": interval, "zk_session_ms": SESSION_MS, **truth}
-    zk = _ensemble(workdir, "replication-zk")
+    truth = {"topology": topology, "scrape_interval_s": interval,
+             **({"zk_session_ms": SESSION_MS} if topology == "replication-zk" else {}), **truth}
+    zk = _ensemble(workdir, topology)
     try:
-        pair = ArtemisPair(workdir / "lab", "replication-zk", zk_connect=zk.connect_string, zk_session_ms=SESSION_MS)
+        pair = ArtemisPair(workdir / "lab", topology, zk_connect=zk.connect_string if zk else None,
+                           zk_session_ms=SESSION_MS, **pair_options)
         try:
             drive(pair, zk, workdir, truth)
         finally:
             pair.stop()
     finally:
-        zk.stop()
+        if zk is not None:
+            zk.stop()
     truth_from_logs(pair, truth, truth[fault_ts])
     write_truth(workdir, truth)
     return workdir / "brokerscope.yaml", truth
@@ -94,13 +99,15 @@ def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, tru
     """Start the replication pair, collect it (and `extra_targets`), send 20 messages to the primary;
     the collector. Truth: master_before, new_master, node_pids, sent_before."""
     primary, backup = pair.names
-    say(f"starting Artemis replication pair (ZooKeeper lock manager, session {SESSION_MS} ms): "
-        f"{primary} primary, {backup} backup")
+    locked = pair.topology == "replication-zk"
+    say(f"starting Artemis replication pair ("
+        + (f"ZooKeeper lock manager, session {SESSION_MS} ms" if locked else "classic: quorum vote, no lock manager")
+        + f"): {primary} primary, {backup} backup")
     pair.start(timeout=120)
     truth["master_before"], truth["new_master"] = primary, backup
     truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
     # the lock manager's session as configured, so findings use it rather than assume Artemis' default
-    targets = [pair.target(n, gc={"zk_session_ms": SESSION_MS}) for n in pair.names]
+    targets = [pair.target(n, **({"gc": {"zk_session_ms": SESSION_MS}} if locked else {})) for n in pair.names]
     _cfg_path, col = start_collecting(workdir, targets + extra_targets, interval)
     settle(interval)
     truth["sent_before"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
@@ -134,6 +141,15 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra
     settle(interval)
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
+
+
+def wait_role_or_none(pair: ArtemisPair, name: str, role: str, timeout: float) -> float | None:
+    """When the probe first saw `name` in `role`; None when it did not within `timeout` (an outcome
+    to record, not an error)."""
+    try:
+        return pair.wait_for_role(name, role, timeout=timeout)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _wait_exit(pid: int, timeout: float) -> float | None:
