@@ -6,14 +6,12 @@
         pair.kill("art-a")                               # SIGKILL
         pair.wait_for_role("art-b", "active", 30)
 
-Topologies: ``shared-store`` (one journal folder ``<workdir>/shared``, the file lock decides),
+Topologies: ``shared-store`` (one journal folder ``<workdir>/shared``, the file lock decides) and
 ``replication-zk`` (each broker its own journal, replication over the cluster connection, the
 ZooKeeper lock manager ``CuratorDistributedLockManager`` on ``zk_connect``, e.g. an
-``infra.zk_lab.ZkEnsemble``) and ``replication`` (classic: the same without a lock manager, the
-backup activates on a quorum vote). Failback switches: ``allow_failback`` (backup steps aside when the
+``infra.zk_lab.ZkEnsemble``). Failback switches: ``allow_failback`` (backup steps aside when the
 primary returns; Artemis's default true), ``check_for_active`` (replication primary),
-``failover_on_shutdown``; ``ha_overrides`` sets HaSpec fields of one broker only (a pair whose
-halves disagree, as misconfigured sites do).
+``failover_on_shutdown``.
 
 Each broker is an instance made by ``artemis create`` (infra.artemis.instance) with its web console
 bound to 127.0.0.1 and the console's Jolokia at ``/console/jolokia`` as shipped: HTTP Basic against
@@ -71,7 +69,7 @@ from infra.processes import (
 __all__ = ["ArtemisPair", "ArtemisBroker", "Role", "TOPOLOGIES", "console_read", "log_times", "stomp_send", "stop_recorded"]
 
 Role = Literal["active", "backup", "starting", "down"]
-TOPOLOGIES = ("shared-store", "replication", "replication-zk")
+TOPOLOGIES = ("shared-store", "replication-zk", "replication")
 CONSOLE_JOLOKIA = "/console/jolokia"
 BROKER_MBEAN = "org.apache.activemq.artemis:broker=*"
 #: log codes that say a broker is serving (AMQ221001 start as primary, AMQ221007 "Server is now
@@ -178,9 +176,9 @@ class ArtemisPair(LabProcesses):
         allow_failback: bool = True,
         check_for_active: bool = False,
         failover_on_shutdown: bool = False,
+        ha_overrides: Mapping[str, Mapping[str, Any]] | None = None,  # broker → HaSpec fields for it alone
         zk_connect: str | None = None,
         zk_session_ms: int = 18000,
-        ha_overrides: Mapping[str, Mapping[str, Any]] | None = None,
         stop_grace: float = 20.0,
     ) -> None:
         if topology not in TOPOLOGIES:
@@ -194,6 +192,7 @@ class ArtemisPair(LabProcesses):
         self.names: tuple[str, str] = (names[0], names[1])
         self.heap = heap
         self.stop_grace = stop_grace
+        # ha_overrides: a pair whose halves disagree, as misconfigured sites have them
         self.ha = {n: replace(HaSpec(topology, backup=(n == names[1]), failover_on_shutdown=failover_on_shutdown,
                                      allow_failback=allow_failback, check_for_active=check_for_active,
                                      zk_connect=zk_connect, zk_session_ms=zk_session_ms),

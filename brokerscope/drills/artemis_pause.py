@@ -42,14 +42,15 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
 
 def run_on_replication_pair(workdir: Path, interval: float, keep: bool, truth: dict, drive, fault_ts: str,
                             topology: str = "replication-zk", **pair_options):
-    """A drill on a fresh replication pair — by default under the lock manager (session SESSION_MS)
-    on a 3-node ensemble; ``topology="replication"``: classic, no ensemble (zk is None) —
+    """A drill on a fresh replication pair (lock manager, session SESSION_MS, and its 3-node ensemble;
+    or with ``topology="replication"`` the classic quorum vote, no ensemble: zk is None):
     `drive(pair, zk, workdir, truth)`, everything stopped by PID, then the log truth after
     truth[fault_ts]; returns (config path, ground truth). ``pair_options`` go to ArtemisPair."""
     workdir = fresh_workdir(workdir, keep)
-    truth = {"topology": topology, "scrape_interval_s": interval,
-             **({"zk_session_ms": SESSION_MS} if topology == "replication-zk" else {}), **truth}
+    truth = {"topology": topology, "scrape_interval_s": interval, **truth}
     zk = _ensemble(workdir, topology)
+    if zk is not None:
+        truth["zk_session_ms"] = SESSION_MS
     try:
         pair = ArtemisPair(workdir / "lab", topology, zk_connect=zk.connect_string if zk else None,
                            zk_session_ms=SESSION_MS, **pair_options)
@@ -101,7 +102,7 @@ def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, tru
     primary, backup = pair.names
     locked = pair.topology == "replication-zk"
     say(f"starting Artemis replication pair ("
-        + (f"ZooKeeper lock manager, session {SESSION_MS} ms" if locked else "classic: quorum vote, no lock manager")
+        + (f"ZooKeeper lock manager, session {SESSION_MS} ms" if locked else "classic, quorum vote")
         + f"): {primary} primary, {backup} backup")
     pair.start(timeout=120)
     truth["master_before"], truth["new_master"] = primary, backup

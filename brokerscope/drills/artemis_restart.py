@@ -209,7 +209,9 @@ def _score_split_brain(card: Scorecard, lh, truth: dict) -> None:
 
 def _restart_facts(card: Scorecard, lh, truth: dict) -> None:
     """What Artemis did after the restart (s after it), and the activation sequences seen."""
-    restart = truth["restart_ts"]
+    restart, vote = truth["restart_ts"], truth["backup_vote_log_ts"]
+    if vote is not None:
+        card.facts["backup skipped the quorum vote (AMQ221083/221071), s after the kill"] = round(vote - truth["kill_ts"], 3)
     card.facts["restarted primary's lines (s after restart)"] = {
         k: round(t - restart, 3) for k, t in truth["restart_log_ts"].items() if t is not None}
     card.facts["restarted primary's roles (probe, s after restart)"] = [

@@ -8,8 +8,8 @@ Edits, each for a reason:
  * a read-only monitoring user (``brokerscope``, role ``view``): added to the JAAS properties, to
    the console's allowed roles (HAWTIO_ROLES) and to management.xml's ``get*``/``is*`` entries
    only — it can read every MBean attribute and invoke or write nothing.
- * ``<ha-policy>``: rendered here (shared store, classic replication, or replication with the
-   ZooKeeper lock manager), with the failback switches as flags.
+ * ``<ha-policy>``: rendered here (shared store, or replication with the ZooKeeper lock manager),
+   with the failback switches as flags.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class InstanceError(RuntimeError):
 class HaSpec:
     """What goes into ``<ha-policy>`` of one broker."""
 
-    topology: str  # shared-store | replication (classic: quorum vote) | replication-zk (lock manager)
+    topology: str  # shared-store | replication-zk | replication (classic: quorum vote, no lock manager)
     backup: bool
     failover_on_shutdown: bool = False
     allow_failback: bool = True  # backup: step aside when the primary comes back
@@ -123,18 +123,20 @@ def ha_policy_xml(ha: HaSpec) -> str:
         if ha.backup:
             inner.append(f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>")
         return _policy("shared-store", role, inner)
-    if ha.topology not in ("replication", "replication-zk"):
+    if ha.topology == "replication":  # Artemis' defaults otherwise: the quorum vote decides
+        inner = [f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>"] if ha.backup else [
+            f"<check-for-active-server>{_b(ha.check_for_active)}</check-for-active-server>"]
+        return _policy("replication", role, inner)
+    if ha.topology != "replication-zk":
         raise ValueError(f"unknown topology {ha.topology!r}")
-    inner = []
-    if ha.topology == "replication-zk":  # else classic replication: the backup activates on a quorum vote
-        if not ha.zk_connect:
-            raise ValueError("replication-zk needs zk_connect (the ZooKeeper ensemble's connect string)")
-        inner.append(_manager_xml(ha))
+    if not ha.zk_connect:
+        raise ValueError("replication-zk needs zk_connect (the ZooKeeper ensemble's connect string)")
+    inner = [_manager_xml(ha)]
     if ha.backup:
         inner.append(f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>")
     else:
         inner.append(f"<check-for-active-server>{_b(ha.check_for_active)}</check-for-active-server>")
-        if ha.coordination_id and ha.topology == "replication-zk":
+        if ha.coordination_id:
             inner.append(f"<coordination-id>{escape(ha.coordination_id)}</coordination-id>")
     return _policy("replication", role, inner)
 
