@@ -172,18 +172,29 @@ def _after_restart(truth: dict, name: str) -> list[list]:
     return [[t, r] for t, r in truth["role_changes"][name] if t >= truth["restart_ts"]]
 
 
+def _first_seen(truth: dict, name: str, role: str) -> float | None:
+    """The earliest sighting of `name` in `role` after the restart by the drill's pollers (the 20 Hz
+    probe, or the drill's own wait for that role): the console's truth."""
+    seen = [t for t, r in _after_restart(truth, name) if r == role]
+    if truth["comeback_seen_ts"] is not None and truth["comes_back_as"] == role:
+        seen.append(truth["comeback_seen_ts"])
+    return min(seen, default=None)
+
+
 def _score_stays_passive(card: Scorecard, lh, truth: dict) -> None:
     old = truth["master_before"]
     card.require(not any(r == "active" for _, r in _after_restart(truth, old)),
                  "Artemis brought the restarted primary back active (probe)")
     card.expect_none("split brain", rows(lh, "split_brain_windows"), describe_window)
+    card.expect_none("failback", [e for e in hand_overs(rows(lh, "failover_events")) if e["event_type"] == "failback"],
+                     lambda e: f"{e['from_instance']} → {e['to_instance']} at {e['new_first_active']}")
     back = [iv for iv in rows(lh, "role_intervals")
             if iv["instance"] == old and epoch(iv["start_ts"]) >= truth["restart_ts"]]
     card.expect_none("restarted primary active", back, lambda iv: f"{iv['instance']} active from {iv['start_ts']}")
     seen = [epoch(s["ts"]) for s in rows(lh, "broker_state")
             if s["instance"] == old and s["role"] == "backup" and epoch(s["ts"]) >= truth["restart_ts"]]
     if card.detect("restarted primary seen as backup", bool(seen), "no backup observation after the restart"):
-        card.boundary("restarted primary first seen as backup (vs the probe)", min(seen), truth["comeback_seen_ts"])
+        card.boundary("restarted primary first seen as backup (vs the probe)", min(seen), _first_seen(truth, old, "backup"))
 
 
 def _score_split_brain(card: Scorecard, lh, truth: dict) -> None:
@@ -220,7 +231,9 @@ def _restart_facts(card: Scorecard, lh, truth: dict) -> None:
     for s in sorted(rows(lh, "broker_state"), key=lambda s: s["ts"]):
         if s.get("activation_sequence") is not None:
             sequences[s["instance"]] = s["activation_sequence"]
-    coordinated = [c["committed_sequence"] for c in sorted(rows(lh, "zk_coordination"), key=lambda c: c["ts"])
-                   if c["answered"] and c["node_id"] != "*" and c["committed_sequence"] is not None]
+    snapshots = [c for c in sorted(rows(lh, "zk_coordination"), key=lambda c: c["ts"]) if c["answered"] and c["node_id"] != "*"]
+    coordinated = [c["committed_sequence"] for c in snapshots if c["committed_sequence"] is not None]
     card.facts["last ActivationSequence per broker"] = sequences
     card.facts["last committed sequence in ZooKeeper"] = coordinated[-1] if coordinated else None
+    card.facts["lock leases after the restart (count, holder session)"] = sorted(
+        {(c["lease_count"], c["holder_session"]) for c in snapshots if epoch(c["ts"]) >= restart}, key=str)
