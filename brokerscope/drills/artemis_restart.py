@@ -32,10 +32,16 @@ brain: one window, `certain`, both ends within one scrape of the probe's first a
 both active, in an incident, with the cause named (risk finding `check-for-live-server-off` on the
 restarted primary: `possible`, as check-for-active-server is not in any MBean).
 
-Measured (2 shared cores, load 4–9): restart-zk — takeover AMQ221007 4.3–… s after the kill, the
-restarted primary a backup … s after its restart, sequence 2 on ZooKeeper and both brokers;
-split brain — AMQ221007 on the backup … s after the kill, on the restarted primary … s after its
-restart, both seen active for … s.
+Measured (2 shared cores, load 20–28, two runs each; docs/ARTEMIS_LAB.md facts 23–24):
+restart-zk — the backup's AMQ221007 6.6 / 5.4 s after the kill (ZooKeeper had sequence 2 and its
+lease 2.9 / 1.3 s earlier); the restarted primary "Not a candidate" 13.1 / 12.9 s after its restart,
+a backup on its console at 21.3 / 18.8 s, synchronized (AMQ221024) at 23.1 / 20.3 s, sequence 2 on
+both brokers and in ZooKeeper, one lease (the new active's) throughout; boundaries: old primary
+−0.04 / −0.15 s before the kill, backup +0.37 / +0.45 s after AMQ221007, restarted primary seen as
+backup −0.06 / −0.21 s from the probe. Split brain — the backup skipped the vote 0.03 s after the
+kill and logged AMQ221007 at 2.6 / 1.7 s; the restarted primary AMQ221007 8.3 / 8.7 s after its
+restart, its console active 1.7 / 2.5 s later; both active for 3.96 / 4.02 s (probe), found as one
+certain window of 3.81 / 3.74 s, start −0.14 / +0.24 s, end −0.29 / −0.04 s; 7 and 4 messages taken.
 """
 
 from __future__ import annotations
@@ -231,9 +237,11 @@ def _restart_facts(card: Scorecard, lh, truth: dict) -> None:
     for s in sorted(rows(lh, "broker_state"), key=lambda s: s["ts"]):
         if s.get("activation_sequence") is not None:
             sequences[s["instance"]] = s["activation_sequence"]
+    if sequences:  # none on classic replication: -1 (no activation sequence) is read as null
+        card.facts["last ActivationSequence per broker"] = sequences
     snapshots = [c for c in sorted(rows(lh, "zk_coordination"), key=lambda c: c["ts"]) if c["answered"] and c["node_id"] != "*"]
-    coordinated = [c["committed_sequence"] for c in snapshots if c["committed_sequence"] is not None]
-    card.facts["last ActivationSequence per broker"] = sequences
-    card.facts["last committed sequence in ZooKeeper"] = coordinated[-1] if coordinated else None
-    card.facts["lock leases after the restart (count, holder session)"] = sorted(
-        {(c["lease_count"], c["holder_session"]) for c in snapshots if epoch(c["ts"]) >= restart}, key=str)
+    if snapshots:
+        coordinated = [c["committed_sequence"] for c in snapshots if c["committed_sequence"] is not None]
+        card.facts["last committed sequence in ZooKeeper"] = coordinated[-1] if coordinated else None
+        card.facts["lock leases after the restart (count, holder session)"] = sorted(
+            {(c["lease_count"], c["holder_session"]) for c in snapshots if epoch(c["ts"]) >= restart}, key=str)
