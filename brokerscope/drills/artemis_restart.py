@@ -18,10 +18,12 @@ come back active, once misconfigured so that it does (a real split brain).
   nodeID …" and both serve clients. The drill puts messages on each side, then ends the split brain
   as an operator would: SIGKILL of the restarted primary.
 
-What was tried and did NOT give two active brokers (docs/ARTEMIS_LAB.md fact 23): a lock-manager
-pair whose backup uses another `namespace` — the backup's takeover finds coordinated sequence 0
-against its 1, "Not a candidate", AMQ221070 "Restarting as backup": no failover at all, the
-primary's return makes it active again; the activation sequence keeps a restarted primary out too.
+What was tried and did NOT give two active brokers after a restart (docs/ARTEMIS_LAB.md fact 25):
+a lock-manager pair whose backup uses another `namespace` — the backup's takeover finds
+coordinated sequence 0 against its 1, "Not a candidate", AMQ221070 "Restarting as backup": no
+failover at all, the primary's return makes it active again; the activation sequence keeps a
+restarted primary out too. (Peers with different `coordination-id`s are both active from the
+start, as two NodeIDs: another misconfiguration, not a restart.)
 
 Truth: the kill and restart times (the drill's), the backup's AMQ221007, the restarted primary's
 own lines (above), and the drill's 20 Hz console probe of both brokers: every role change, and
@@ -51,8 +53,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from brokerscope.drills.artemis_kill import QUEUE, _zk_targets, hand_overs, kill_until_taken_over, score_failover
-from brokerscope.drills.artemis_pause import RoleProbe, run_on_replication_pair, start_pair_collecting, wait_role_or_none
-from brokerscope.drills.common import Scorecard, epoch, describe_window, rows, say, settle
+from brokerscope.drills.artemis_pause import (
+    RoleProbe,
+    run_on_replication_pair,
+    start_pair_collecting,
+    wait_role_or_none,
+)
+from brokerscope.drills.common import Scorecard, describe_window, epoch, rows, say, settle
 from infra.artemis_lab import ArtemisPair, log_times, stomp_send
 
 NAME = "artemis-restart-zk"
@@ -85,8 +92,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str =
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {list(VARIANTS)}")
     v = VARIANTS[variant]
-    truth = {"drill": variant, "comes_back_as": v.comes_back_as,
-             "ha_overrides": v.ha_overrides}
+    truth = {"drill": variant, "comes_back_as": v.comes_back_as, "ha_overrides": v.ha_overrides}
     return run_on_replication_pair(workdir, interval, keep, truth,
                                    lambda pair, zk, wd, t: _drive(pair, wd, interval, t, _zk_targets(zk, pair), v),
                                    fault_ts="kill_ts", topology=v.topology, names=(PRIMARY, BACKUP),
