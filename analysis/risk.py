@@ -19,12 +19,15 @@ Rules (thresholds: the config's `analysis.risk` section; HA facts: the targets' 
 * `quorum-too-small` (warn): Artemis groups replicating with vote-based quorum (`HAPolicy`
   `Replicated`/`Replica`/`… w/quorum voting`, or `ha.quorum_vote: true`), all such groups of the
   lakehouse taken as one cluster, fewer than 3 of them: losing one live/backup pair leaves no
-  majority to vote. `quorum-lost-pair` (error): some of those groups had no active instance for
+  majority to vote; a single pair has no vote at all (its backup activates on any loss of the
+  primary, dead or cut off: measured on 2.40.0). `quorum-lost-pair` (error): some of those groups had no active instance for
   `unprotected_grace` and the rest were fewer than a majority of all.
 * `check-for-live-server-off` (critical): in an Artemis split-brain window, the instance that became
   active second had been live before and came back (restart): a primary that restarts without
-  `check-for-live-server` activates although its backup serves. Certain with
-  `ha.check_for_live_server: false`, possible when not configured, none when it is true.
+  `check-for-active-server` (the deprecated `check-for-live-server`; false by default; in no MBean)
+  activates although its backup serves — seen on a real 2.40.0 classic replication pair (drill
+  artemis-restart-split-brain). Certain with `ha.check_for_live_server: false`, possible when not
+  configured, none when it is true.
 * `shutdown-on-failure-off` (warn): an ActiveMQ target with both `ha.shutdown_on_master_failure`
   and `ha.shutdown_on_slave_failure` false (a standing condition, over the target's observations).
 * `failover-duration` (warn): a failover whose duration is bounded by configuration, with advice:
@@ -243,14 +246,25 @@ def quorum_findings(groups: pd.DataFrame, intervals: pd.DataFrame, params: RiskP
         out.append(_finding(
             "quorum-too-small", "warn", "certain", "artemis", g["group_name"], None, standing_bounds(g["first_ts"], g["last_ts"]),
             float(n), 3.0, "pairs", f"vote-quorum groups: {names}",
-            f"{g['group_name']} replicates with vote-based quorum among {n} live/backup pair(s) ({names}): with fewer than "
-            "3, losing one pair leaves no majority to vote — a backup cannot be voted live, and a network split can leave "
-            "both halves believing they may activate",
+            f"{g['group_name']} replicates with vote-based quorum among {n} live/backup pair(s) ({names}): "
+            + _too_few_voters(n),
             "run at least 3 live/backup pairs in the cluster, or coordinate through ZooKeeper (the lock-manager HA policy) "
             "instead of votes"))
     if n >= 2:
         out += lost_pairs(vote, intervals[intervals["group_name"].isin(vote["group_name"])], n, params)
     return out
+
+
+def _too_few_voters(n: int) -> str:
+    """What fewer than 3 vote-quorum pairs mean. One pair: Artemis skips the vote (2.40.0 logs
+    AMQ221083 "ignoring quorum vote as max cluster size is 1") and the backup activates whenever it
+    loses its primary — dead or only cut off."""
+    if n == 1:
+        return ("alone, there is nobody to vote, so Artemis skips the vote and the backup activates whenever it loses "
+                "the primary — whether the primary died or only the link between them did: a network split gives two "
+                "live brokers")
+    return ("with fewer than 3, losing one pair leaves no majority to vote — a backup cannot be voted live, and a network "
+            "split can leave both halves believing they may activate")
 
 
 def lost_pairs(vote: pd.DataFrame, intervals: pd.DataFrame, n: int, params: RiskParams) -> list[dict]:
@@ -311,9 +325,11 @@ def restarted_into_split_brain(windows: pd.DataFrame, intervals: pd.DataFrame, p
                        w.group_name, came_back, bounds, w.duration_s, None, "s", detail, "", "")
         row["message"] = (f"{came_back}, live of {w.group_name} before, came back and activated at {fmt_ts(w.certain_start)} "
                           f"while {other} was active: two live brokers for {_secs(w.duration_s)} — a restarted primary "
-                          "that does not check for a live server takes over regardless")
-        row["advice"] = ("set check-for-live-server=true on the primary (with allow-failback on the backup) so a restarted "
-                         "primary asks the cluster first and fails back cleanly; stop one of the two now")
+                          "that does not check for an active server takes over regardless")
+        row["advice"] = ("set check-for-active-server=true (check-for-live-server before Artemis renamed it) on the "
+                         "primary, with allow-failback on the backup, so a restarted primary asks the cluster first and "
+                         "fails back cleanly — or coordinate through the ZooKeeper lock manager, whose activation "
+                         "sequence keeps a stale primary passive; stop one of the two now")
         out.append(row)
     return out
 

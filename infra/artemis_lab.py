@@ -50,9 +50,9 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 from infra.artemis.instance import MONITOR_USER, HaSpec, InstanceSpec, create
 from infra.artifacts import artemis_home
@@ -181,6 +181,7 @@ class ArtemisPair(LabProcesses):
         allow_failback: bool = True,
         check_for_active: bool = False,
         failover_on_shutdown: bool = False,
+        ha_overrides: Mapping[str, Mapping[str, Any]] | None = None,  # broker → HaSpec fields for it alone
         zk_connect: str | None = None,
         zk_session_ms: int = 18000,
         stop_grace: float = 20.0,
@@ -197,9 +198,11 @@ class ArtemisPair(LabProcesses):
         self.names: tuple[str, str] = (names[0], names[1])
         self.heap = heap
         self.stop_grace = stop_grace
-        self.ha = {n: HaSpec(topology, backup=(n == names[1]), failover_on_shutdown=failover_on_shutdown,
-                             allow_failback=allow_failback, check_for_active=check_for_active,
-                             zk_connect=zk_connect, zk_session_ms=zk_session_ms) for n in self.names}
+        # ha_overrides: a pair whose halves disagree, as misconfigured sites have them
+        self.ha = {n: replace(HaSpec(topology, backup=(n == names[1]), failover_on_shutdown=failover_on_shutdown,
+                                     allow_failback=allow_failback, check_for_active=check_for_active,
+                                     zk_connect=zk_connect, zk_session_ms=zk_session_ms),
+                              **(ha_overrides or {}).get(n, {})) for n in self.names}
         self.acceptor_ports = {n: free_port() for n in self.names}
         self.http_ports = {n: free_port() for n in self.names}
         self.monitor_user = MONITOR_USER

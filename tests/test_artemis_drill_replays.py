@@ -16,6 +16,12 @@ drill's own ground truth:
         sequence and resyncs after the heal
     tests/fixtures/artemis/drill_replication_link_cut.*        the same cut of a classic replication
         pair (quorum vote, one pair): the backup activates beside the primary — a real split brain
+    tests/fixtures/artemis/drill_replication_zk_restart.*      the lock-manager pair, SIGKILL of the
+        primary, its restart with failback off (brokerscope.drills.artemis_restart): it comes back
+        as a backup, never active
+    tests/fixtures/artemis/drill_replication_restart_split_brain.*  classic replication, the primary
+        without check-for-active-server restarted after the failover: it comes back active — a real
+        split brain, ended by SIGKILL
 """
 
 from __future__ import annotations
@@ -23,8 +29,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
-from brokerscope.drills import artemis_clients, artemis_link_cut, artemis_pause, artemis_zk_quorum
+from brokerscope.drills import artemis_clients, artemis_link_cut, artemis_pause, artemis_restart, artemis_zk_quorum
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
 from lakehouse.store import Lakehouse
 from tests import recordings
@@ -123,3 +128,48 @@ def test_replayed_link_cut_of_a_classic_pair_is_a_split_brain_caused_by_the_lost
     assert (cause["cause_code"], cause["instance"], cause["confidence"]) == ("replica-sync-gap", "art-a", "likely")
     assert cause["lead_s"] > 30  # the primary had dropped its backup about a minute before
     assert {r["code"] for r in lh.read("risk_findings").to_pylist()} >= {"quorum-too-small", "unprotected-live"}
+def test_replayed_restart_of_the_old_primary_under_the_lock_manager_stays_passive(tmp_path_factory, spark):
+    """The restarted primary finds the coordinated activation sequence ahead of its own and restarts
+    as a backup (failback off): one failover, the old primary never active again, seen as backup
+    within a scrape of the probe; the sequence is 2 in ZooKeeper and on both brokers."""
+    truth = json.loads((FIX / "drill_replication_zk_restart.truth.json").read_text())
+    lh = replayed("drill_replication_zk_restart", tmp_path_factory.mktemp("artemis-restart"), spark)
+    card = assert_passed(artemis_restart.score(lh, truth))
+    print("\n" + card.render())
+    assert not truth["dual_active"] and truth["restart_log_ts"]["primary_not_candidate"]
+    assert truth["restart_log_ts"]["primary_active"] is None and truth["restart_log_ts"]["backup_stepped_aside"] is None
+    assert card.detected["no restarted primary active"] and card.detected["restarted primary seen as backup"]
+    assert card.facts["last committed sequence in ZooKeeper"] == 2
+    assert card.facts["last ActivationSequence per broker"] == {"art-a": 2, "art-b": 2}  # resynchronized
+    # the backup's lease from its takeover on, one lease through the restart: the restarted primary never contends
+    leases = [(c["ts"].timestamp(), c["lease_count"], c["holder_session"]) for c in lh.read("zk_coordination").to_pylist()]
+    before = {h for t, n, h in leases if t < truth["kill_ts"]}
+    after = {(n, h) for t, n, h in leases if t >= truth["takeover_log_ts"]}
+    assert len(before) == 1 and len(after) == 1 and next(iter(after))[0] == 1 and next(iter(after))[1] not in before
+    events = lh.read("failover_events").to_pylist()
+    assert [e["event_type"] for e in events] == ["failover"]
+
+
+def test_replayed_restart_without_check_for_active_server_is_a_certain_split_brain_with_its_cause(
+        tmp_path_factory, spark):
+    """Classic replication, one pair: the backup fails over without a vote, the restarted primary
+    activates beside it. One certain window, both ends within a scrape of the probe, the traffic
+    each side took, the restarted primary named as the cause, one critical incident."""
+    truth = json.loads((FIX / "drill_replication_restart_split_brain.truth.json").read_text())
+    lh = replayed("drill_replication_restart_split_brain", tmp_path_factory.mktemp("artemis-split"), spark)
+    card = assert_passed(artemis_restart.score(lh, truth))
+    print("\n" + card.render())
+    assert truth["dual_active"] and truth["restart_log_ts"]["primary_split_brain_warning"]
+    (w,) = lh.read("split_brain_windows").to_pylist()
+    assert (w["instance_a"], w["instance_b"], w["certainty"]) == ("art-a", "art-b", "certain")
+    sent = truth["sent_during_split"]
+    assert (w["enqueued_a"], w["enqueued_b"]) == (sent["art-a"], sent["art-b"])
+    (cause,) = [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "check-for-live-server-off"]
+    assert cause["instance"] == "art-a" and cause["certainty"] == "possible"  # the setting is in no MBean
+    assert "check-for-active-server" in cause["advice"]
+    incidents = lh.read("incidents").to_pylist()
+    evidence = lh.read("incident_evidence").to_pylist()
+    (incident_id,) = {e["incident_id"] for e in evidence if e["source_id"] == w["window_id"]}
+    (incident,) = [i for i in incidents if i["incident_id"] == incident_id]
+    assert incident["severity"] == "critical"
+    assert {e["code"] for e in evidence if e["incident_id"] == incident_id} >= {"check-for-live-server-off"}

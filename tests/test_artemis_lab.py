@@ -10,7 +10,7 @@ import pytest
 
 from infra import artifacts
 from infra.artemis.instance import LOCK_MANAGER, HaSpec, announce_edit, ha_policy_xml
-from infra.artemis_lab import log_times, role_of
+from infra.artemis_lab import ArtemisPair, log_times, role_of
 
 
 def test_a_cached_artifact_counts_only_when_it_matches_its_published_sha1(tmp_path, monkeypatch):
@@ -51,6 +51,19 @@ def test_replication_policy_uses_the_zookeeper_lock_manager():
     assert policy.find("replication/primary/coordination-id").text == "pair-1"
     with pytest.raises(ValueError, match="zk_connect"):
         ha_policy_xml(HaSpec("replication-zk", backup=True))
+
+
+def test_classic_replication_policy_has_no_lock_manager_and_one_pair_half_can_differ(tmp_path):
+    primary = ET.fromstring(ha_policy_xml(HaSpec("replication", backup=False, coordination_id="ignored")))
+    assert primary.find("replication/primary/manager") is None
+    assert primary.find("replication/primary/check-for-active-server").text == "false"  # Artemis's default
+    assert primary.find("replication/primary/coordination-id") is None  # a lock-manager setting
+    backup = ET.fromstring(ha_policy_xml(HaSpec("replication", backup=True, allow_failback=False)))
+    assert backup.find("replication/backup/allow-failback").text == "false"
+    pair = ArtemisPair(tmp_path, "replication-zk", zk_connect="127.0.0.1:2181",
+                       ha_overrides={"art-b": {"allow_failback": False, "zk_namespace": "other"}})
+    assert pair.ha["art-b"].allow_failback is False and pair.ha["art-b"].zk_namespace == "other"
+    assert pair.ha["art-a"].allow_failback is True and pair.ha["art-a"].zk_namespace == "brokerscope-lab"
 
 
 def test_role_from_console_answers_as_artemis_gives_them():

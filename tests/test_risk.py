@@ -130,6 +130,14 @@ def test_vote_quorum_with_fewer_than_three_pairs():
     assert [(f["code"], f["group_name"], f["value"]) for f in found] == [("quorum-too-small", "p1", 2), ("quorum-too-small", "p2", 2)]
 
 
+def test_a_single_vote_quorum_pair_has_no_vote_at_all():
+    """Artemis 2.40.0 with one classic replication pair: AMQ221083 "ignoring quorum vote as max
+    cluster size is 1", and the backup activates (drill artemis-restart-split-brain)."""
+    (found,) = quorum_findings(groups(("p1", "Replication Primary w/quorum voting")), intervals(("p1", "p1-live", 0, 600)),
+                               PARAMS)
+    assert found["value"] == 1 and "skips the vote" in found["message"] and "cannot be voted" not in found["message"]
+
+
 def test_three_pairs_or_a_lock_manager_are_enough():
     three = groups(("p1", "Replicated"), ("p2", "Replicated"), ("p3", "Replicated"))
     lives = intervals(*((g, f"{g}-live", 0, 600) for g in ("p1", "p2", "p3")))

@@ -33,6 +33,8 @@ DRILLS: dict[str, str] = {
     "artemis-kill": "brokerscope.drills.artemis_kill",
     "artemis-kill-zk": "brokerscope.drills.artemis_kill",
     "artemis-pause-zk": "brokerscope.drills.artemis_pause",
+    "artemis-restart-zk": "brokerscope.drills.artemis_restart",
+    "artemis-restart-split-brain": "brokerscope.drills.artemis_restart",
     "artemis-zk-quorum-loss": "brokerscope.drills.artemis_zk_quorum",
     "artemis-clients": "brokerscope.drills.artemis_clients",
     "artemis-link-cut-zk": "brokerscope.drills.artemis_link_cut",

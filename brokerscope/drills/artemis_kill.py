@@ -106,14 +106,7 @@ def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool, ext
                                            login="admin", passcode=pair.admin_password)
     settle(interval)
     truth["master_before"], truth["new_master"] = primary, backup
-    truth["kill_ts"] = time.time()
-    truth["killed_pid"] = pair.kill(primary)
-    say(f"SIGKILL {primary} (pid {truth['killed_pid']})")
-    truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
-    say(f"{backup} is active (seen by the drill's 20 Hz probe)")
-    truth["sent_after_failover"] = stomp_send(pair.brokers[backup].stomp_url, QUEUE, (f"n{i}" for i in range(10)),
-                                              login="admin", passcode=pair.admin_password)
-    settle(interval, 4, 2.0)
+    kill_until_taken_over(pair, truth, interval)
     if restart:
         truth["restart_ts"] = time.time()
         pair.start_broker(primary, "active", timeout=90)
@@ -122,6 +115,20 @@ def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool, ext
         settle(interval, 4, 2.0)
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
+
+
+def kill_until_taken_over(pair, truth: dict, interval: float) -> None:
+    """SIGKILL the primary, wait until the backup is active, send it 10 messages, let the collector
+    see it. Truth: kill_ts, killed_pid, takeover_seen_ts, sent_after_failover."""
+    primary, backup = pair.names
+    truth["kill_ts"] = time.time()
+    truth["killed_pid"] = pair.kill(primary)
+    say(f"SIGKILL {primary} (pid {truth['killed_pid']})")
+    truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
+    say(f"{backup} is active (seen by the drill's 20 Hz probe)")
+    truth["sent_after_failover"] = stomp_send(pair.brokers[backup].stomp_url, QUEUE, (f"n{i}" for i in range(10)),
+                                              login="admin", passcode=pair.admin_password)
+    settle(interval, 4, 2.0)
 
 
 def _truth_from_logs(pair, truth: dict) -> None:
@@ -150,12 +157,29 @@ def score(lh, truth: dict) -> Scorecard:
 def score_tables(failovers: list[dict], intervals: list[dict], split_brain: list[dict], truth: dict) -> Scorecard:
     """The reconstruction against the truth (also used on the committed recording's replay)."""
     card = Scorecard(truth.get("drill", NAME), truth["scrape_interval_s"])
-    old, new = truth["master_before"], truth["new_master"]
     card.expect_none("split brain", split_brain, describe_window)
-    moves = [e for e in failovers if e["event_type"] in ("failover", "failback")]
-    ev = [e for e in moves if e["event_type"] == "failover" and (e["from_instance"], e["to_instance"]) == (old, new)]
-    if not card.detect("failover", len(ev) == 1, f"no single failover {old} → {new} in {failovers}"):
+    if score_failover(card, failovers, truth) is None:
         return card
+    if "restart_ts" in truth:
+        _score_failback(card, hand_overs(failovers), truth)
+    else:
+        card.require(len(hand_overs(failovers)) == 1, f"more than one failover: {hand_overs(failovers)}")
+    return card
+
+
+def hand_overs(failovers: list[dict]) -> list[dict]:
+    return [e for e in failovers if e["event_type"] in ("failover", "failback")]
+
+
+def score_failover(card: Scorecard, failovers: list[dict], truth: dict) -> dict | None:
+    """The one failover primary → backup after the SIGKILL: the old primary last seen active within
+    one scrape before the kill, the backup first seen active within one scrape after its takeover
+    line (the probe's sighting without one). Returns the event (None when not found)."""
+    old, new = truth["master_before"], truth["new_master"]
+    ev = [e for e in hand_overs(failovers)
+          if e["event_type"] == "failover" and (e["from_instance"], e["to_instance"]) == (old, new)]
+    if not card.detect("failover", len(ev) == 1, f"no single failover {old} → {new} in {failovers}"):
+        return None
     e, kill = ev[0], truth["kill_ts"]
     takeover = truth.get("takeover_log_ts") or truth["takeover_seen_ts"]
     card.facts["takeover_source"] = truth.get("takeover_log_line") or "drill probe"
@@ -165,11 +189,7 @@ def score_tables(failovers: list[dict], intervals: list[dict], split_brain: list
     card.facts["true_outage_s"] = round(takeover - kill, 3)
     card.facts["reconstructed_outage_upper_s"] = round(e["outage_upper_s"], 3)
     card.latency("kill → new active first seen", epoch(e["new_first_active"]) - kill)
-    if "restart_ts" in truth:
-        _score_failback(card, moves, truth)
-    else:
-        card.require(len(moves) == 1, f"more than one failover: {moves}")
-    return card
+    return e
 
 
 def _score_failback(card: Scorecard, moves: list[dict], truth: dict) -> None:

@@ -144,6 +144,15 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra
     say(f"collector stopped: {truth['collector']}")
 
 
+def wait_role_or_none(pair: ArtemisPair, name: str, role: str, timeout: float) -> float | None:
+    """When the probe first saw `name` in `role`; None when it did not within `timeout` (an outcome
+    to record, not an error)."""
+    try:
+        return pair.wait_for_role(name, role, timeout=timeout)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _wait_exit(pid: int, timeout: float) -> float | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

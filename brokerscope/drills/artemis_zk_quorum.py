@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from brokerscope.drills.artemis_kill import _zk_targets
-from brokerscope.drills.artemis_pause import (SESSION_MS, RoleProbe, _wait_exit, score_split_brain,
-                                               run_on_replication_pair, start_pair_collecting)
+from brokerscope.drills.artemis_pause import (SESSION_MS, RoleProbe, _wait_exit, run_on_replication_pair,
+                                               score_split_brain, start_pair_collecting, wait_role_or_none)
 from brokerscope.drills.common import (Scorecard, epoch, rows, say, settle)
 from brokerscope.drills.zk_loss import lose_quorum, score_quorum_loss
 from infra.artemis_lab import ArtemisPair
@@ -47,7 +47,7 @@ def _drive(pair: ArtemisPair, zk, workdir: Path, interval: float, truth: dict, z
     with RoleProbe(pair) as probe:
         probe.first_active.clear()
         lose_quorum(zk, truth, hold_s=LOSS_S)
-        truth["takeover_seen_ts"] = _wait_active(pair, backup, timeout=30)
+        truth["takeover_seen_ts"] = wait_role_or_none(pair, backup, "active", timeout=30)
         say(f"{backup} " + ("is active" if truth["takeover_seen_ts"] else "did not become active within 30 s"))
         truth["primary_exit_ts"] = _wait_exit(truth["node_pids"][primary], timeout=5)
         settle(interval, 4, 2.0)
@@ -57,13 +57,6 @@ def _drive(pair: ArtemisPair, zk, workdir: Path, interval: float, truth: dict, z
     truth["dual_active"] = bool(probe.both_active)
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}; roles now {truth['roles_after']}")
-
-
-def _wait_active(pair: ArtemisPair, name: str, timeout: float) -> float | None:
-    try:
-        return pair.wait_for_role(name, "active", timeout=timeout)
-    except Exception:  # noqa: BLE001 - a backup that never activates is an outcome to record, not an error
-        return None
 
 
 def score(lh, truth: dict) -> Scorecard:
