@@ -26,14 +26,15 @@ unprotected period found as `replica-sync-gap`, its start within one scrape of A
 the backup resynchronized, its end within one scrape of AMQ221024, naming the backup as still
 answering (the link, not a crashed backup).
 
-Measured (2 runs each, 0.5 s scrapes; docs/ARTEMIS_LAB.md fact 23): the primary drops its backup
-(AMQ222092) 59.3-60.4 s after the cut and a durable send made during the cut is acknowledged only
-then; the backup notices 112.9-114.3 s after the cut. Lock manager: refused by the activation
-sequence the primary bumped, restarts as backup, in sync again 1.0-1.3 s after the heal; the gap
-found from +0.002/+0.076 s after AMQ222092 to -0.066/-0.324 s before AMQ221024. Classic: the
-backup votes alone ("max cluster size is 1") and is active 114.9/116.4 s after the cut beside the
-primary; both stay active after the heal (AMQ222294 on both); the split brain found from
-+0.265/+0.098 s after AMQ221007 to -0.117/-0.362 s before the kill, caused by the lost replica.
+Measured (3 runs each, 0.5 s scrapes; docs/ARTEMIS_LAB.md fact 23): the primary drops its backup
+(AMQ222092) 58.6-60.4 s after the cut and a durable send made during the cut is acknowledged only
+then; the backup notices 112.9-114.4 s after the cut. Lock manager: refused by the activation
+sequence the primary bumped, restarts as backup, in sync again 1.0-2.0 s after the heal; the gap
+found from +0.002/+0.076/+0.479 s after AMQ222092 to -0.066/-0.324/-0.238 s before AMQ221024.
+Classic: the backup votes alone ("max cluster size is 1") and is active 114.9-116.4 s after the
+cut beside the primary; both stay active after the heal (AMQ222294 on both in one run, nothing in
+another); the split brain found from +0.265/+0.098/+0.311 s after AMQ221007 to
+-0.117/-0.362/-0.368 s before the kill, caused by the lost replica.
 """
 
 from __future__ import annotations
