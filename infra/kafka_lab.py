@@ -104,6 +104,18 @@ def log_times(log: Path, pattern: str, since: float = 0.0) -> list[tuple[float, 
     return matching_lines(log, _LOG_LINE, pattern, since)
 
 
+def kraft_cluster_id(random_bytes=lambda: uuid.uuid4().bytes) -> str:
+    """The base64url form of a random UUID, as ``kafka-storage random-uuid`` prints it.
+
+    Like Kafka's ``Uuid.randomUuid`` it never starts with '-': one id in 64 would, and
+    ``kafka-storage format -t -abc…`` then reads the id as an option and refuses to format.
+    """
+    while True:
+        text = base64.urlsafe_b64encode(random_bytes()).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 class KafkaLab(LabProcesses):
     """The primary cluster, the DR cluster and MirrorMaker 2 (see the module doc)."""
 
@@ -222,8 +234,7 @@ class KafkaLab(LabProcesses):
         path = self.workdir / "cluster-ids.json"
         ids = json.loads(path.read_text()) if path.exists() else {}
         if cluster not in ids:
-            # the base64url form of a random UUID, as `kafka-storage random-uuid` prints it
-            ids[cluster] = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            ids[cluster] = kraft_cluster_id()
             path.write_text(json.dumps(ids))
         return ids[cluster]
 
