@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 from infra.processes import LabError, java_tool
 
 __all__ = ["JOLOKIA_CORE_JAR", "JSON_SIMPLE_JAR", "agent_build_dir", "agent_jvm_arg", "ballast_jvm_arg",
-           "build_agent", "build_ballast"]
+           "build_agent", "build_ballast", "build_jar"]
 
 JOLOKIA_CORE_JAR = Path("/usr/share/java/jolokia-core.jar")
 JSON_SIMPLE_JAR = Path("/usr/share/java/json-simple.jar")
@@ -74,7 +74,7 @@ def build_agent(force: bool = False) -> Path:
         "Implementation-Title: brokerscope read-only Jolokia agent (bundles Debian jolokia-core"
         " 1.7.1 + json-simple)\n"
     )
-    return _build_jar(AGENT_SRC_DIR, agent_build_dir() / AGENT_JAR_NAME, manifest, deps, force)
+    return build_jar(AGENT_SRC_DIR, agent_build_dir() / AGENT_JAR_NAME, manifest, deps, force)
 
 
 BALLAST_SRC_DIR = Path(__file__).resolve().parent / "gc_ballast"
@@ -89,15 +89,17 @@ def build_ballast(force: bool = False) -> Path:
         f"Premain-Class: {BALLAST_MAIN_CLASS}\n"
         f"Main-Class: {BALLAST_MAIN_CLASS}\n"
     )
-    return _build_jar(BALLAST_SRC_DIR, agent_build_dir() / "brokerscope-gc-ballast.jar", manifest, [], force)
+    return build_jar(BALLAST_SRC_DIR, agent_build_dir() / "brokerscope-gc-ballast.jar", manifest, [], force)
 
 
 def ballast_jvm_arg(mb: int) -> str:
     return f"-javaagent:{build_ballast()}=mb={int(mb)}"
 
 
-def _build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence[Path], force: bool) -> Path:
-    """javac the ``*.java`` of ``src_dir`` against ``deps``, bundle the deps' classes, jar with the manifest.
+def build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence[Path], force: bool,
+              bundle: bool = True) -> Path:
+    """javac the ``*.java`` of ``src_dir`` against ``deps``, bundle the deps' classes (unless not
+    ``bundle``: then they stay on the runtime classpath), jar with the manifest.
 
     Rebuilt only when missing or older than a source or dependency; concurrent callers wait on a file lock.
     """
@@ -127,7 +129,7 @@ def _build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence
             res = subprocess.run([*cmd, *map(str, sources)], capture_output=True, text=True)
             if res.returncode != 0:
                 raise LabError(f"javac failed ({res.returncode}):\n{res.stdout}{res.stderr}")
-            for dep in deps:
+            for dep in deps if bundle else ():
                 _unpack_into(dep, classes)
             manifest = tmp / "MANIFEST.MF"
             manifest.write_text(manifest_text)

@@ -35,6 +35,7 @@ DRILLS: dict[str, str] = {
     "artemis-pause-zk": "brokerscope.drills.artemis_pause",
     "artemis-zk-quorum-loss": "brokerscope.drills.artemis_zk_quorum",
     "artemis-clients": "brokerscope.drills.artemis_clients",
+    "artemis-clients-core": "brokerscope.drills.artemis_clients",
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",
     "kafka-controller-kill": "brokerscope.drills.kafka_kill",
     "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",

@@ -1,13 +1,24 @@
-"""artemis-clients: real clients through a failover of a real Artemis 2.40.0 shared-store pair — a
-producer (persistent sends, each waiting for its RECEIPT) and a consumer (client-individual acks)
-that fail over to whichever broker accepts them (infra/failover_clients.py) — while the primary is
-SIGKILLed and the backup takes over.
+"""artemis-clients, artemis-clients-core: real clients through a failover of a real Artemis 2.40.0
+shared-store pair — a producer (persistent messages, each acknowledged by the broker before the
+next) and a consumer — while the primary is SIGKILLed and the backup takes over.
 
-Truth: the kill, the backup's AMQ221010, each client's connections (which broker, opened, lost), and
-the Jepsen ledger: attempted, acknowledged, received, lost (acknowledged, never received),
-duplicated, and sent-without-RECEIPT yet delivered. Bar: the failover as artemis-kill scores it (no
-restart), no acknowledged message lost; beside it what brokerscope saw of the clients: the backup's
-first scrape with both clients connected, against when they really reconnected.
+Variants (VARIANTS): ``artemis-clients`` runs STOMP 1.2 clients that fail over by themselves to
+whichever broker accepts them (infra/failover_clients.py: RECEIPT per SEND, client-individual acks);
+``artemis-clients-core`` runs what AMQ 7 / JBoss EAP applications run, the Core JMS client, failing
+over through its URL ``(tcp://primary,tcp://backup)?ha=true&reconnectAttempts=…&retryInterval=…&
+clientFailureCheckPeriod=…&connectionTTL=…`` (infra/core_clients.py: synchronous durable sends, a
+transacted consumer, the client's own FailoverEventListener and ExceptionListener in its ledger).
+
+Truth: the kill, the backup's AMQ221010, each client's view of its connections (STOMP: dialled,
+CONNECTED, lost; Core: FAILURE_DETECTED, FAILOVER_COMPLETED), the broker's own list of its
+connections before the kill and after the takeover (what ConnectionCount counts), and the Jepsen
+ledger: sent, acknowledged, received, lost (acknowledged, never received), duplicated. Bar: the
+failover as artemis-kill scores it (no restart), no acknowledged message lost, and brokerscope's
+gold `client_shifts` row of the failover: the clients arrived on the backup, first seen within one
+scrape of their reconnection, its shift bounds holding the true one.
+
+Measured (docs/ARTEMIS_LAB.md fact 23): Core clients with reconnectAttempts=50, retryInterval=200 ms,
+clientFailureCheckPeriod=1 s, connectionTTL=5 s — see the fact for each run's numbers.
 """
 
 from __future__ import annotations
@@ -17,17 +28,31 @@ from pathlib import Path
 
 from brokerscope.drills.artemis_kill import QUEUE, score_tables
 from brokerscope.drills.common import Scorecard, epoch, fresh_workdir, rows, say, settle, start_collecting, write_truth
+from infra.artemis.instance import ADMIN_USER
 from infra.artemis_lab import ArtemisPair, log_times
+from infra.core_clients import CoreClients, FailoverSettings
 from infra.failover_clients import FailoverConsumer, FailoverProducer, Ledger
 
 NAME = "artemis-clients"
-SUMMARY = "a producer and a consumer fail over with an Artemis shared-store pair (SIGKILL of the primary): lost / duplicated messages"
+SUMMARY = "producer and consumer fail over with an Artemis shared-store pair (SIGKILL of the primary): lost / duplicated messages"
+SUMMARIES = {
+    "artemis-clients": "STOMP producer and consumer fail over with an Artemis shared-store pair (SIGKILL of the primary)",
+    "artemis-clients-core": "Core JMS producer and consumer (ha=true failover URL) through an Artemis shared-store failover",
+}
+#: drill name → the clients it runs
+VARIANTS = {"artemis-clients": "stomp", "artemis-clients-core": "core"}
 RATE = 50.0  # producer messages per second
+#: the Core clients' failover settings (their URL); a budget of 10 s of retries, far above a takeover
+CORE_SETTINGS = FailoverSettings(reconnect_attempts=50, retry_interval_ms=200, client_failure_check_period_ms=1000,
+                                 connection_ttl_ms=5000)
 
 
-def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
+def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str = NAME) -> tuple[Path, dict]:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {list(VARIANTS)}")
     workdir = fresh_workdir(workdir, keep)
-    truth: dict = {"drill": NAME, "topology": "shared-store", "scrape_interval_s": interval, "rate": RATE}
+    truth: dict = {"drill": variant, "topology": "shared-store", "scrape_interval_s": interval, "rate": RATE,
+                   "clients_kind": VARIANTS[variant]}
     pair = ArtemisPair(workdir / "lab", "shared-store")
     try:
         _drive(pair, workdir, interval, truth)
@@ -44,67 +69,207 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict) -> No
     say(f"starting Artemis shared-store pair: {primary} primary, {backup} backup")
     pair.start(timeout=120)
     truth["master_before"], truth["new_master"] = primary, backup
-    cfg_path, col = start_collecting(workdir, [pair.target(n) for n in pair.names], interval)
-    truth["stomp_urls"] = {n: pair.brokers[n].stomp_url for n in pair.names}
-    urls = list(truth["stomp_urls"].values())
-    auth = {"login": "admin", "passcode": pair.admin_password}
-    destination = f"/queue/{QUEUE}"
-    with FailoverConsumer(urls, destination, **auth) as consumer, \
-            FailoverProducer(urls, destination, rate=RATE, **auth) as producer:
+    _cfg_path, col = start_collecting(workdir, [pair.target(n) for n in pair.names], interval)
+    truth["connections_idle"] = {primary: pair.connections(primary)}
+    clients = (CoreJmsClients if truth["clients_kind"] == "core" else StompClients)(pair, workdir, truth)
+    with clients:
         settle(interval, 6, 3.0)
+        truth["connections_before_kill"] = {primary: pair.connections(primary)}
         truth["kill_ts"] = time.time()
         truth["killed_pid"] = pair.kill(primary)
         say(f"SIGKILL {primary} (pid {truth['killed_pid']}) under {RATE:g} msg/s")
         truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
         say(f"{backup} is active (seen by the drill's 20 Hz probe)")
         settle(interval, 10, 5.0)
-        producer.stop()
-        _drain(consumer, idle_s=3.0, timeout=30.0)
-    truth["clients"] = {c.name: [vars(x) for x in c.connections] for c in (producer, consumer)}
-    ledger = Ledger.of(producer, consumer)
-    truth["ledger"] = vars(ledger) | {"duplicated": {str(k): v for k, v in ledger.duplicated.items()}}
-    say(f"clients: {ledger.attempted} sent, {ledger.acked} acknowledged, {ledger.received} received "
-        f"({ledger.distinct_received} distinct), {len(ledger.lost)} lost, {len(ledger.duplicated)} duplicated")
+        truth["connections_after"] = {backup: pair.connections(backup)}
+        clients.stop_producer()
+        _drain(clients.last_received_at, idle_s=3.0, timeout=30.0)
+    truth.update(clients.truth())
+    ledger = truth["ledger"]
+    say(f"clients: {ledger['attempted']} sent, {ledger['acked']} acknowledged, {ledger['received']} received "
+        f"({ledger['distinct_received']} distinct), {len(ledger['lost'])} lost, {len(ledger['duplicated'])} duplicated")
     settle(interval)
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
 
 
-def _drain(consumer: FailoverConsumer, idle_s: float, timeout: float) -> None:
+def _drain(last_received_at, idle_s: float, timeout: float) -> None:
+    """Until the consumer has received nothing for `idle_s` (the queue is empty) or `timeout`."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and time.time() - consumer.last_received_at < idle_s:
+    while time.monotonic() < deadline and time.time() - last_received_at() < idle_s:
         time.sleep(0.1)
 
 
+def ledger_truth(producer, consumer) -> dict:
+    ledger = Ledger.of(producer, consumer)
+    return vars(ledger) | {"duplicated": {str(k): v for k, v in ledger.duplicated.items()}}
+
+
+class StompClients:
+    """The STOMP producer and consumer (infra/failover_clients.py), each failing over by itself."""
+
+    def __init__(self, pair: ArtemisPair, workdir: Path, truth: dict) -> None:
+        truth["stomp_urls"] = {n: pair.brokers[n].stomp_url for n in pair.names}
+        urls, auth = list(truth["stomp_urls"].values()), {"login": ADMIN_USER, "passcode": pair.admin_password}
+        self.consumer = FailoverConsumer(urls, f"/queue/{QUEUE}", **auth)
+        self.producer = FailoverProducer(urls, f"/queue/{QUEUE}", rate=RATE, **auth)
+
+    def __enter__(self) -> "StompClients":
+        self.consumer.start()
+        self.producer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.producer.stop()
+        self.consumer.stop()
+
+    def stop_producer(self) -> None:
+        self.producer.stop()
+
+    def last_received_at(self) -> float:
+        return self.consumer.last_received_at
+
+    def truth(self) -> dict:
+        return {"clients": {c.name: [vars(x) for x in c.connections] for c in (self.producer, self.consumer)},
+                "ledger": ledger_truth(self.producer, self.consumer)}
+
+
+class CoreJmsClients:
+    """The Core JMS producer and consumer JVMs (infra/core_clients.py) on the pair's failover URL."""
+
+    PRODUCER, CONSUMER = "core-producer", "core-consumer"
+
+    def __init__(self, pair: ArtemisPair, workdir: Path, truth: dict) -> None:
+        url = CORE_SETTINGS.url([pair.acceptor_ports[n] for n in pair.names])
+        truth["client_url"], truth["client_settings"] = url, CORE_SETTINGS.to_json()
+        self.clients = CoreClients(workdir / "lab" / "clients", url, QUEUE, ADMIN_USER, pair.admin_password)
+
+    def __enter__(self) -> "CoreJmsClients":
+        self.clients.start_consumer(self.CONSUMER)
+        self.clients.start_producer(self.PRODUCER, rate=RATE)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.clients.stop()
+
+    def stop_producer(self) -> None:
+        self.clients.stop_client(self.PRODUCER)
+
+    def last_received_at(self) -> float:
+        return max(self.clients.ledger(self.CONSUMER).times("committed"), default=0.0)
+
+    def truth(self) -> dict:
+        producer, consumer = self.clients.ledger(self.PRODUCER), self.clients.ledger(self.CONSUMER)
+        return {"clients": {c.name: c.summary() for c in (producer, consumer)}, "ledger": ledger_truth(producer, consumer)}
+
+
+# --------------------------------------------------------------------------------------------------
+# the truth of the clients' move
+# --------------------------------------------------------------------------------------------------
+
+
 def reconnected_at(truth: dict, url: str, when: str = "dialed") -> float | None:
-    """When the last of the clients dialled (or got CONNECTED from) the broker at `url`: from then
-    on both were there. A broker counts a connection from its TCP accept, before CONNECTED goes
-    back, so a scrape is compared with the dial (how the collector stamps a scrape: when asked)."""
+    """STOMP: when the last of the clients dialled (or got CONNECTED from) the broker at `url`."""
     at = [max((c[when] for c in conns if c["url"] == url), default=None) for conns in truth["clients"].values()]
     return None if None in at else max(at)
+
+
+def core_event_times(truth: dict, kind: str) -> dict[str, float | None]:
+    """Core: per client, the first FailoverEventListener event of `kind` after the kill."""
+    return {name: min((e["t"] for e in c["events"] if e.get("type") == kind and e["t"] >= truth["kill_ts"]),
+                      default=None) for name, c in truth["clients"].items()}
+
+
+def client_connections_created(truth: dict) -> float | None:
+    """When the last client connection the backup listed after the takeover was created (the
+    broker's own clock): from then on ConnectionCount held every client. Clients have sessions;
+    the HA peer's connections have none (fact 23)."""
+    listed = (truth.get("connections_after") or {}).get(truth["new_master"]) or []
+    created = [c["created"] for c in listed if (c.get("sessions") or 0) > 0 and c.get("created")]
+    return max(created) if created else None
+
+
+def clients_back_at(truth: dict) -> tuple[float | None, str]:
+    """(when the clients were back on the backup by their own account, what says so)."""
+    if truth.get("clients_kind") == "core":
+        done = core_event_times(truth, "FAILOVER_COMPLETED").values()
+        return (None if None in done else max(done)), "their FAILOVER_COMPLETED"
+    return reconnected_at(truth, truth["stomp_urls"][truth["new_master"]]), "their dial"
+
+
+# --------------------------------------------------------------------------------------------------
+# scoring
+# --------------------------------------------------------------------------------------------------
 
 
 def score(lh, truth: dict) -> Scorecard:
     card = score_tables(rows(lh, "failover_events"), rows(lh, "role_intervals"), rows(lh, "split_brain_windows"),
                         truth)
-    ledger = truth["ledger"]
+    _score_ledger(card, truth["ledger"])
+    if truth.get("clients_kind") == "core":
+        _score_core_failover(card, truth)
+    _score_shift(card, rows(lh, "client_shifts"), truth)
+    return card
+
+
+def _score_ledger(card: Scorecard, ledger: dict) -> None:
     card.require(not ledger["lost"], f"acknowledged messages lost: {ledger['lost'][:20]}")
     card.facts["sent / acknowledged / received (distinct)"] = (ledger["attempted"], ledger["acked"],
                                                                 f"{ledger['received']} ({ledger['distinct_received']})")
     card.facts["lost (acknowledged, never received)"] = len(ledger["lost"])
     card.facts["duplicated (received twice or more)"] = len(ledger["duplicated"])
-    card.facts["sent without RECEIPT, delivered anyway"] = ledger["unacked_delivered"]
-    new = truth["new_master"]
-    moved = reconnected_at(truth, truth["stomp_urls"][new])
-    connected = reconnected_at(truth, truth["stomp_urls"][new], "opened")
-    if moved is not None:
-        card.facts["kill → both clients dialled the backup / CONNECTED (truth, s)"] = (
-            round(moved - truth["kill_ts"], 3), round(connected - truth["kill_ts"], 3))
-    seen = [r for r in rows(lh, "broker_state") if r["instance"] == new and (r["connections"] or 0) >= 2]
-    if card.detect("clients seen arriving on the backup (broker_state connections ≥ 2)", bool(seen),
-                   f"no scrape of {new} with both clients connected"):
-        first = min(epoch(r["ts"]) for r in seen)
-        card.facts["kill → both clients seen on the backup (brokerscope, s)"] = round(first - truth["kill_ts"], 3)
-        if moved is not None:
-            card.boundary("clients on the backup (first scrape with both vs their reconnection)", first, moved, lo=-0.1)
-    return card
+    card.facts["sent without acknowledgement, delivered anyway"] = ledger["unacked_delivered"]
+
+
+def _score_core_failover(card: Scorecard, truth: dict) -> None:
+    """The Core clients' own failover against their settings: how it was detected (a SIGKILL closes
+    the sockets, so long before clientFailureCheckPeriod), how long the reconnection took against
+    retryInterval × reconnectAttempts, and after the backup's AMQ221010."""
+    s, kill = truth["client_settings"], truth["kill_ts"]
+    detected, completed = core_event_times(truth, "FAILURE_DETECTED"), core_event_times(truth, "FAILOVER_COMPLETED")
+    failed = [n for n, c in truth["clients"].items() if any(e.get("type") == "FAILOVER_FAILED" for e in c["events"])]
+    card.require(not failed, f"FAILOVER_FAILED in {failed}")
+    if not card.detect("each client's FAILOVER_COMPLETED", None not in completed.values() and None not in detected.values(),
+                       f"detected {detected}, completed {completed}"):
+        return
+    card.facts["kill → FAILURE_DETECTED per client (s) vs clientFailureCheckPeriod"] = (
+        {n: round(t - kill, 3) for n, t in detected.items()}, s["client_failure_check_period_ms"] / 1000)
+    took = {n: round(completed[n] - detected[n], 3) for n in completed}
+    card.facts["FAILURE_DETECTED → FAILOVER_COMPLETED (s) vs the reconnect budget"] = (took, s["reconnect_budget_s"])
+    card.facts["retries at retryInterval (≈)"] = {n: int(t // (s["retry_interval_ms"] / 1000)) for n, t in took.items()}
+    budget = s["reconnect_budget_s"]
+    card.require(budget is None or max(took.values()) <= budget + s["retry_interval_ms"] / 1000,
+                 f"reconnection took {took} s, over the budget of {budget} s")
+    if truth.get("takeover_log_ts"):
+        card.facts["AMQ221010 → FAILOVER_COMPLETED (s) vs retryInterval"] = (
+            {n: round(t - truth["takeover_log_ts"], 3) for n, t in completed.items()}, s["retry_interval_ms"] / 1000)
+    card.facts["connectionTTL (s): not what ended the old connections (the kill closed them)"] = s["connection_ttl_ms"] / 1000
+
+
+def _score_shift(card: Scorecard, shifts: list[dict], truth: dict) -> None:
+    """brokerscope's gold client_shifts row of the failover against the clients' reconnection."""
+    old, new, kill = truth["master_before"], truth["new_master"], truth["kill_ts"]
+    mine = [s for s in shifts if (s["from_instance"], s["to_instance"], s["event_type"]) == (old, new, "failover")]
+    if not card.detect("clients' move to the backup (gold client_shifts)", len(mine) == 1 and mine[0]["state"] == "arrived",
+                       f"client_shifts rows {mine}"):
+        return
+    s = mine[0]
+    arrived = epoch(s["arrived_ts"])
+    card.facts["client_shifts: connections before → after (moved_fraction)"] = (
+        s["connections_before"], s["connections_after"], s["moved_fraction"])
+    card.facts["client_shifts: shift (s) lower … upper, quality"] = (s["shift_lower_s"], s["shift_upper_s"], s["quality"])
+    back, source = clients_back_at(truth)
+    if back is not None:
+        card.facts[f"kill → clients back by {source} (truth, s)"] = round(back - kill, 3)
+        card.facts["kill → clients seen on the backup (brokerscope, s)"] = round(arrived - kill, 3)
+        card.boundary(f"clients on the backup (client_shifts.arrived_ts vs {source})", arrived, back)
+    created = client_connections_created(truth)
+    if created is not None:
+        # the broker counts a connection from its creation: seen from then on, within one scrape
+        card.boundary("clients on the backup (arrived_ts vs the broker's creation of their connections)", arrived,
+                      created, lo=-0.1)
+        true_shift = created - kill
+        card.facts["true shift kill → last client connection on the backup (s)"] = round(true_shift, 3)
+        lower, upper = s["shift_lower_s"] or 0.0, s["shift_upper_s"]
+        card.require(upper is not None and lower - 0.1 <= true_shift <= upper + 0.1,
+                     f"shift bounds {lower} … {upper} s do not hold the true shift {true_shift:.3f} s")
