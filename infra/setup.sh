@@ -15,7 +15,8 @@
 # 5. fetch with Maven, once, checksum-verified, into ~/.cache/brokerscope (BROKERSCOPE_CACHE): the
 #    Kafka 4.3.1 jars (brokers, Connect, MirrorMaker 2, tools; infra.kafka_lab runs from them), the
 #    Apache Artemis 2.40.0 distribution (unpacked for infra.artemis_lab) and the Jolokia 2.x JVM
-#    agent (python -m infra.artifacts)
+#    agent (python -m infra.artifacts); then compile the lab's Core JMS failover client against the
+#    distribution's client jars (infra.core_clients.build_core_clients; no network)
 # 6. fetch with Maven, once, checksum-verified, into the same cache: delta-spark's jars for Spark
 #    (io.delta:delta-spark_4.2_2.13:4.4.0 and what it needs beyond pyspark/jars; python -m infra.delta_jars)
 # Fast no-op when everything is in place.
@@ -108,6 +109,7 @@ say "jolokia agent: $jar"
 
 # ---------------------------------------------------------------- 5. Artemis distribution, Jolokia JVM agent
 "$PYTHON" -m infra.artifacts | while read -r line; do say "$line"; done
+say "Core JMS client: $("$PYTHON" -c 'from infra.core_clients import build_core_clients; print(build_core_clients())')"
 
 # ---------------------------------------------------------------- 6. delta-spark jars (native Delta on Spark)
 delta_jar_list="$("$PYTHON" -m infra.delta_jars)"

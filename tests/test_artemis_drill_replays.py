@@ -10,6 +10,9 @@ drill's own ground truth:
         quorum is back; the backup takes over
     tests/fixtures/artemis/drill_shared_store_clients.*        a STOMP producer and consumer failing
         over with a shared-store pair (brokerscope.drills.artemis_clients): Jepsen counts
+    tests/fixtures/artemis/drill_shared_store_core_clients.*   the same with the Core JMS client on an
+        ha=true failover URL (drill artemis-clients-core): its own failover events, Jepsen counts, and
+        brokerscope's gold client_shifts
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ import yaml
 
 from analysis.runner import analyze
 from brokerscope.drills import artemis_clients, artemis_pause, artemis_zk_quorum
+from brokerscope.drills.common import epoch
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
+from dashboards.data import Gold, load_incident
+from dashboards.report import window_sentences
 from collectors.replay import replay
 from lakehouse.store import Lakehouse
 from settings import config_from_dict
@@ -84,3 +90,34 @@ def test_replayed_failover_with_real_clients_loses_nothing_and_sees_them_move(tm
     ledger = truth["ledger"]
     assert ledger["acked"] > 250 and ledger["lost"] == [] and ledger["distinct_received"] == ledger["acked"]
     assert len(truth["clients"]["failover-producer"]) == 2  # the primary, then the backup
+
+
+def test_replayed_core_clients_failover_is_measured_as_a_client_shift(tmp_path_factory, spark):
+    """The Core JMS producer (synchronous durable sends) and transacted consumer on an ha=true URL
+    through the SIGKILL of the shared-store primary: nothing acknowledged lost, each client's own
+    FAILOVER_COMPLETED; brokerscope's gold client_shifts row says the clients' connections (2 of the
+    old primary's 4: it also counted its waiting backup's 2) arrived on the backup within one scrape
+    of the broker creating them, with bounds that hold the true shift; the timeline and the incident
+    report carry it."""
+    truth = json.loads((FIX / "drill_shared_store_core_clients.truth.json").read_text())
+    lh = replayed("drill_shared_store_core_clients", tmp_path_factory.mktemp("artemis-core-clients"), spark)
+    card = assert_passed(artemis_clients.score(lh, truth))
+    print("\n" + card.render())
+    assert truth["ledger"]["lost"] == [] and truth["ledger"]["acked"] > 250
+    before = [c for c in truth["connections_before_kill"]["art-a"]]
+    assert len(before) == 4 and sorted(c["sessions"] for c in before) == [0, 0, 2, 2]  # the backup's 2 have no session
+    (shift,) = lh.read("client_shifts").to_pylist()
+    assert (shift["state"], shift["quality"]) == ("arrived", "bounded")
+    assert (shift["connections_before"], shift["connections_after"], shift["moved_fraction"]) == (4, 2, 0.5)
+    created = artemis_clients.client_connections_created(truth)
+    assert epoch(shift["arrived_after"]) < created <= epoch(shift["arrived_ts"]) <= created + truth["scrape_interval_s"] + 0.1
+    assert shift["shift_lower_s"] is None  # a SIGKILLed primary never shows it lost them
+    assert shift["shift_upper_s"] >= created - truth["kill_ts"]
+
+    entries = build_timeline(lh.read("role_intervals"), lh.read("failover_events"), lh.read("split_brain_windows"),
+                             lh.read("broker_state", columns=STATE_COLUMNS), client_shifts=lh.read("client_shifts"))
+    (moved,) = [e for e in entries if e.what == "clients"]
+    assert moved.instance == "art-b" and moved.ts == shift["arrived_ts"] and "50% of 4" in moved.text
+    (incident,) = [i for i in lh.read("incidents").to_pylist() if i["has_failover"]]
+    sentences = dict(window_sentences(load_incident(Gold(lh, fresh_s=0), incident["incident_id"])))
+    assert "clients: 2 connection(s) (50% of 4) on art-b" in sentences["failover"]
