@@ -105,7 +105,8 @@ def shift_of(e: dict, events: pd.DataFrame, old: pd.DataFrame, new: pd.DataFrame
     before = int(n_old[seen][-1]) if seen.any() else None
     if before is not None:
         row["before_ts"] = ts_old[seen][-1]
-        without = (ts_old > row["before_ts"]) & _is(old, "reachable", True) & (_is(old, "active", False) | (n_old < before))
+        fewer = _is(old, "active", False) | (n_old < before)
+        without = (ts_old > row["before_ts"]) & _is(old, "reachable", True) & fewer
         row["old_without_ts"] = ts_old[without][0] if without.any() else None
     end = row["window_end"] = window_end(e, events, old, new)
     ts_new, n_new = new["ts"].to_numpy(), _count(new)
@@ -113,7 +114,8 @@ def shift_of(e: dict, events: pd.DataFrame, old: pd.DataFrame, new: pd.DataFrame
     row["connections_before"] = before
     if not inside.any():
         return {**row, "state": "unknown", "quality": "unknown",
-                "message": f"{e['to_instance']} reported no connection count while active: the clients' move is unknown"}
+                "message": f"{e['to_instance']} reported no connection count while active: the clients' move is "
+                           "unknown"}
     after = int(n_new[inside].max())
     target = after if before is None else min(before, after)
     row.update(connections_after=after, target_connections=target,
@@ -184,9 +186,9 @@ def run_client_shifts(slh, params: ShiftParams, progress=None, commit_info: dict
     (progress or (lambda m: None))("gold client_shifts")
     events = slh.read("failover_events", columns=EVENT_COLUMNS).toPandas()
     moves = events[events["kind"].isin(KINDS) & events["event_type"].isin(MOVES)]
-    spans = [((lo - pd.Timedelta(seconds=LOOKBACK_S)).to_pydatetime(), (hi + pd.Timedelta(seconds=HORIZON_S)).to_pydatetime())
-             for lo, hi in zip(pd.to_datetime(moves["old_last_active"], utc=True),
-                               pd.to_datetime(moves["new_first_active"], utc=True))]
+    starts = pd.to_datetime(moves["old_last_active"], utc=True) - pd.Timedelta(seconds=LOOKBACK_S)
+    ends = pd.to_datetime(moves["new_first_active"], utc=True) + pd.Timedelta(seconds=HORIZON_S)
+    spans = [(lo.to_pydatetime(), hi.to_pydatetime()) for lo, hi in zip(starts, ends)]
     groups = sorted(set(moves["group_name"]))
     state = (slh.read("broker_state", columns=STATE_COLUMNS).where(F.col("group_name").isin(groups) & ts_within(spans))
              .toPandas() if spans else pd.DataFrame(columns=STATE_COLUMNS))

@@ -16,7 +16,8 @@ class Entry:
     ts: datetime
     group: str
     instance: str
-    what: str  # active | last-active | unanswered | silent-while-active | failover | failback | restart | answering | back-inactive | split-brain | gc-pause | clients
+    what: str  # active | last-active | unanswered | silent-while-active | failover | failback | restart | answering
+    #           | back-inactive | split-brain | gc-pause | clients
     #           | zk-election | zk-quorum-lost | zk-quorum-back | zk-lock-handover | zk-lease-vanished | zk-gc-lost-lease | zk-gc-election
     text: str
     instances: tuple[str, ...] = ()  # every instance concerned (a split brain: both); default: (instance,)

@@ -64,7 +64,8 @@ def window_sentences(b: IncidentBundle) -> list[tuple[str, str]]:
             text += f" (at least {e['outage_lower_s']:.1f} s)"
         shift = b.shifts.get(e.get("event_id"))
         if shift is not None and shift["state"] in ("arrived", "none-arrived"):
-            text += f"; clients: {shift['message']}" + ("" if shift["quality"] == "bounded" else f" [{shift['quality']}]")
+            quality = "" if shift["quality"] == "bounded" else f" [{shift['quality']}]"
+            text += f"; clients: {shift['message']}{quality}"
         out.append(("failover", text))
     return out
 

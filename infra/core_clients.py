@@ -17,17 +17,18 @@ each stamped with the client's clock. Processes are started and stopped by verif
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
-import time
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from infra.artifacts import artemis_home
 from infra.jvm_agents import agent_build_dir, build_jar
-from infra.processes import LabError, LabProcesses, java_tool, marker_args
+from infra.processes import LabError, LabProcesses, java_tool, marker_args, stop_recorded
 
-__all__ = ["CLIENT_JARS", "ClientLedger", "CoreClients", "FailoverSettings", "client_classpath", "build_core_clients"]
+__all__ = ["CLIENT_JARS", "ClientLedger", "CoreClients", "FailoverSettings", "build_core_clients", "client_classpath"]
 
 SRC_DIR = Path(__file__).resolve().parent / "core_clients"
 MAIN_CLASS = "brokerscope.clients.CoreFailoverClient"
@@ -37,7 +38,8 @@ CLIENT_JARS = ("artemis-jms-client-*.jar", "artemis-core-client-*.jar", "artemis
                "artemis-selector-*.jar", "jakarta.jms-api-*.jar", "netty-*.jar", "slf4j-api-*.jar",
                "commons-beanutils-*.jar", "commons-collections-*.jar", "commons-logging-*.jar",
                "jctools-core-*.jar")
-COMPILE_JARS = ("artemis-jms-client-*.jar", "artemis-core-client-*.jar", "artemis-commons-*.jar", "jakarta.jms-api-*.jar")
+COMPILE_JARS = ("artemis-jms-client-*.jar", "artemis-core-client-*.jar", "artemis-commons-*.jar",
+                "jakarta.jms-api-*.jar")
 
 
 @dataclass(frozen=True)
@@ -196,13 +198,16 @@ class CoreClients(LabProcesses):
         return self._clients[name]
 
 
-def wait_for_ledger(clients: CoreClients, name: str, pred, timeout: float) -> ClientLedger:
-    """Poll a client's ledger until ``pred(ledger)``; the ledger then (LabError after ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        led = clients.ledger(name)
-        if pred(led):
-            return led
-        if time.monotonic() >= deadline:
-            raise LabError(f"{name}: its ledger did not reach the awaited state within {timeout:g}s")
-        time.sleep(0.1)
+def main(argv: list[str] | None = None) -> int:
+    """``python -m infra.core_clients stop --workdir DIR``: stop the clients another process left there."""
+    ap = argparse.ArgumentParser(prog="python -m infra.core_clients", description=main.__doc__)
+    ap.add_argument("command", choices=["stop"])
+    ap.add_argument("--workdir", type=Path, required=True)
+    args = ap.parse_args(argv)
+    pids = stop_recorded(args.workdir, key=CoreClients.recorded)
+    print(f"stopped pids {pids}" if pids else "nothing running")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

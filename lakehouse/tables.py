@@ -396,10 +396,12 @@ CLIENT_SHIFTS = TableContract(
         _c("from_instance", pa.string(), "the old live", False),
         _c("to_instance", pa.string(), "the new live", False),
         _c("state", pa.string(), "arrived (the new live reached the target) | none-arrived (the old live had "
-           "connections, the new one none by window_end) | no-clients (neither had any) | unknown (not reported)", False),
+           "connections, the new one none by window_end) | no-clients (neither had any) | unknown (not reported)",
+           False),
         _c("quality", pa.string(), "bounded (the arrival lies between two answered scrapes of the new live, "
            "no hole between) | across-hole (that bracket spans a hole: known to its width) | unknown", False),
-        _c("connections_before", pa.int64(), "the old live's connections at its last active observation that reported them"),
+        _c("connections_before", pa.int64(), "the old live's connections at its last active observation that "
+           "reported them"),
         _c("before_ts", TS, "that observation (the clients were on the old live then)"),
         _c("old_without_ts", TS, "first later observation of the old live that positively showed fewer connections or "
            "it not active; null: never seen (it died, or stayed silent)"),
@@ -410,7 +412,8 @@ CLIENT_SHIFTS = TableContract(
         _c("arrived_after", TS, "last observation of the new live before arrived_ts that positively showed fewer "
            "(answered with fewer, or not yet active): the arrival lies in (arrived_after, arrived_ts]"),
         _c("shift_upper_s", pa.float64(), "arrived_ts − before_ts: the shift took at most this long (s)"),
-        _c("shift_lower_s", pa.float64(), "arrived_after − old_without_ts, at least 0: it took at least this long (s); "
+        _c("shift_lower_s", pa.float64(), "arrived_after − old_without_ts, at least 0: it took at least this "
+           "long (s); "
            "null when old_without_ts is"),
         _c("window_end", TS, "where the look ended: the new live's role ending, the old instance answering again, "
            "or 120 s after new_first_active"),

@@ -31,7 +31,8 @@ def obs(instance: str, s: float, active: bool | None, connections: int | None, r
 def event(old_last: float, new_first: float, kind: str = "artemis", event_type: str = "failover", frm: str = "a",
           to: str = "b", unobserved: bool = False, event_id: str = "e1") -> dict:
     return {"event_id": event_id, "kind": kind, "group_name": "g", "event_type": event_type, "from_instance": frm,
-            "to_instance": to, "old_last_active": at(old_last), "new_first_active": at(new_first), "unobserved": unobserved}
+            "to_instance": to, "old_last_active": at(old_last), "new_first_active": at(new_first),
+            "unobserved": unobserved}
 
 
 def shifts(events: list[dict], state: list[dict], hole_s: float = 2.0) -> list[dict]:
@@ -102,7 +103,7 @@ def test_the_old_instance_running_again_makes_the_count_ambiguous():
 def test_the_look_ends_with_the_new_lives_role_and_after_the_horizon():
     state = killed_primary(arrive_at=3.75) + [obs("b", 5.75, True, 9), obs("a", 5.6, True, 9)]
     back = event(5.25, 5.6, event_type="failback", frm="b", to="a", event_id="e2")
-    first = [s for s in shifts([event(2.0, 3.25), back], state) if s["event_id"] == "e1"][0]
+    first = next(s for s in shifts([event(2.0, 3.25), back], state) if s["event_id"] == "e1")
     assert first["window_end"] == naive(at(5.25)) and first["connections_after"] == 2
     late = killed_primary(arrive_at=99) + [obs("b", 3.25 + HORIZON_S + 1, True, 2)]
     (s,) = shifts([event(2.0, 3.25)], late)
