@@ -413,8 +413,7 @@ CLIENT_SHIFTS = TableContract(
            "(answered with fewer, or not yet active): the arrival lies in (arrived_after, arrived_ts]"),
         _c("shift_upper_s", pa.float64(), "arrived_ts − before_ts: the shift took at most this long (s)"),
         _c("shift_lower_s", pa.float64(), "arrived_after − old_without_ts, at least 0: it took at least this "
-           "long (s); "
-           "null when old_without_ts is"),
+           "long (s); null when old_without_ts is"),
         _c("window_end", TS, "where the look ended: the new live's role ending, the old instance answering again, "
            "or 120 s after new_first_active"),
         _c("message", pa.string(), "what happened, in plain words", False),
