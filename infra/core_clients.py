@@ -26,7 +26,7 @@ from pathlib import Path
 
 from infra.artifacts import artemis_home
 from infra.jvm_agents import agent_build_dir, build_jar
-from infra.processes import LabError, LabProcesses, java_tool, marker_args, stop_recorded
+from infra.processes import LabError, LabProcesses, java_tool, marker_args, signal_pid, stop_recorded
 
 __all__ = ["CLIENT_JARS", "ClientLedger", "CoreClients", "FailoverSettings", "build_core_clients", "client_classpath"]
 
@@ -135,7 +135,8 @@ class ClientLedger:
     def summary(self) -> dict:
         return {"attempted": len(set(self.attempted)), "acked": len(self.acked), "committed": len(self.received),
                 "deliveries": len(self.ids("received")), "send_failed": len(self.ids("send-failed")),
-                "rolled_back": len(self.times("rolled-back")), "events": self.failovers()}
+                "rolled_back": len(self.times("rolled-back")), "last": self.events[-1] if self.events else None,
+                "events": self.failovers()}
 
 
 @dataclass
@@ -175,6 +176,13 @@ class CoreClients(LabProcesses):
 
     def start_producer(self, name: str = "core-producer", rate: float = 50.0, timeout: float = 60) -> CoreClient:
         return self._start(name, "produce", [str(rate)], timeout)
+
+    def thread_dumps(self) -> None:
+        """SIGQUIT every running client: the JVM prints its threads to its log and runs on (where a
+        client stuck in a call is stuck)."""
+        for name, c in self._clients.items():
+            if self._verify(name, c.pid):
+                signal_pid(c.pid, signal.SIGQUIT)
 
     def stop_client(self, name: str) -> None:
         """SIGTERM one client (it finishes the message in hand, closes, writes `stopped`); SIGKILL after the grace."""

@@ -160,6 +160,7 @@ class CoreJmsClients:
         self.clients.stop()
 
     def stop_producer(self) -> None:
+        self.clients.thread_dumps()  # into each client's log: where a client stuck in a call is stuck
         self.clients.stop_client(self.PRODUCER)
 
     def last_received_at(self) -> float:

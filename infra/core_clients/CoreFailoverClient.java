@@ -20,10 +20,10 @@ import javax.jms.Queue;
 import javax.jms.Session;
 import javax.jms.TextMessage;
 
+import org.apache.activemq.artemis.api.core.TransportConfiguration;
 import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnection;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
-import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
 
 /**
  * A real Artemis Core JMS client (what AMQ 7 / JBoss EAP applications run) that fails over with
@@ -46,7 +46,8 @@ import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
  * <p>Ledger events ({@code "t"} epoch seconds, {@code "ev"}): start, connected (remote address),
  * send / acked / send-failed (id), received (id, redelivered) / committed / rolled-back (id),
  * failover (the FailoverEventListener's type: FAILURE_DETECTED, FAILOVER_COMPLETED,
- * FAILOVER_FAILED, with the remote address then), exception (the ExceptionListener's), stopped.
+ * FAILOVER_FAILED, with the connector it points at then), exception (the ExceptionListener's),
+ * stopped. SIGQUIT prints the JVM's threads to its log (a client stuck in a call shows where).
  */
 public final class CoreFailoverClient {
 
@@ -171,9 +172,14 @@ public final class CoreFailoverClient {
         }
     }
 
+    /**
+     * The broker the factory's connector points at now (host:port). Not {@code getConnection()}: when
+     * the connection is down, that one tries to establish a new one under the factory's connection
+     * lock — from a failover listener, on the failover thread. A plain field read instead.
+     */
     private static String remote(ClientSessionFactory sessions) {
-        RemotingConnection c = sessions.getConnection();
-        return c == null ? null : c.getRemoteAddress();
+        TransportConfiguration c = sessions.getConnectorConfiguration();
+        return c == null ? null : c.getParams().get("host") + ":" + c.getParams().get("port");
     }
 
     private static String describe(Throwable e) {
