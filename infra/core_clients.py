@@ -51,12 +51,14 @@ class FailoverSettings:
     retry_interval_multiplier: float = 1.0
     client_failure_check_period_ms: int = 1000  # the client pings; a silent connection fails after this
     connection_ttl_ms: int = 5000  # the broker drops a client it has not heard from for this long
+    call_timeout_ms: int = 30000  # a blocking call (a durable send, a commit, the failover check) waits this long
 
     def url(self, ports: list[int]) -> str:
         hosts = ",".join(f"tcp://127.0.0.1:{p}" for p in ports)
         return (f"({hosts})?ha=true&reconnectAttempts={self.reconnect_attempts}&retryInterval={self.retry_interval_ms}"
                 f"&retryIntervalMultiplier={self.retry_interval_multiplier}"
-                f"&clientFailureCheckPeriod={self.client_failure_check_period_ms}&connectionTTL={self.connection_ttl_ms}")
+                f"&clientFailureCheckPeriod={self.client_failure_check_period_ms}&connectionTTL={self.connection_ttl_ms}"
+                f"&callTimeout={self.call_timeout_ms}")
 
     @property
     def reconnect_budget_s(self) -> float | None:

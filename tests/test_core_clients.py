@@ -13,9 +13,10 @@ from infra.failover_clients import Ledger
 
 def test_the_failover_url_carries_every_setting_and_the_budget_follows_from_them():
     s = FailoverSettings(reconnect_attempts=5, retry_interval_ms=200, retry_interval_multiplier=2.0,
-                         client_failure_check_period_ms=1000, connection_ttl_ms=5000)
+                         client_failure_check_period_ms=1000, connection_ttl_ms=5000, call_timeout_ms=4000)
     assert s.url([1, 2]) == ("(tcp://127.0.0.1:1,tcp://127.0.0.1:2)?ha=true&reconnectAttempts=5&retryInterval=200"
-                             "&retryIntervalMultiplier=2.0&clientFailureCheckPeriod=1000&connectionTTL=5000")
+                             "&retryIntervalMultiplier=2.0&clientFailureCheckPeriod=1000&connectionTTL=5000"
+                             "&callTimeout=4000")
     assert s.reconnect_budget_s == 0.2 + 0.4 + 0.8 + 1.6 + 3.2
     assert FailoverSettings(reconnect_attempts=-1).reconnect_budget_s is None
 

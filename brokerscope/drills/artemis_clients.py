@@ -12,10 +12,14 @@ transacted consumer, the client's own FailoverEventListener and ExceptionListene
 Truth: the kill, the backup's AMQ221010, each client's view of its connections (STOMP: dialled,
 CONNECTED, lost; Core: FAILURE_DETECTED, FAILOVER_COMPLETED), the broker's own list of its
 connections before the kill and after the takeover (what ConnectionCount counts), and the Jepsen
-ledger: sent, acknowledged, received, lost (acknowledged, never received), duplicated. Bar: the
+ledger: sent, acknowledged, received (by the consumer, then by a final read that drains the queue
+once the clients are gone), lost (acknowledged, never received), duplicated. Bar: the
 failover as artemis-kill scores it (no restart), no acknowledged message lost, and brokerscope's
-gold `client_shifts` row of the failover: the clients arrived on the backup, first seen within one
-scrape of their reconnection, its shift bounds holding the true one.
+gold `client_shifts` row of the failover: the clients arrived on the backup — as many as the
+backup's own list of its connections says came — first seen within one scrape of the broker
+creating them (of their dial, STOMP, in recordings without that list), its shift bounds holding the
+true one. What the clients themselves did (their failover events against their settings) is
+reported beside it, as truth.
 
 Measured, artemis-clients-core (two runs; docs/ARTEMIS_LAB.md fact 23), after the SIGKILL: the
 clients' FAILURE_DETECTED at 0.03–0.13 s (the killed JVM's sockets close; clientFailureCheckPeriod
@@ -49,9 +53,11 @@ SUMMARIES = {
 #: drill name → the clients it runs
 VARIANTS = {"artemis-clients": "stomp", "artemis-clients-core": "core"}
 RATE = 50.0  # producer messages per second
-#: the Core clients' failover settings (their URL); a budget of 10 s of retries, far above a takeover
+#: the Core clients' failover settings (their URL): a budget of 10 s of retries, far above a takeover;
+#: callTimeout 5 s instead of 30: a client can wait that long for the failover check a just-activated
+#: backup does not answer (docs/ARTEMIS_LAB.md fact 23), and the drill waits for every client's end
 CORE_SETTINGS = FailoverSettings(reconnect_attempts=50, retry_interval_ms=200, client_failure_check_period_ms=1000,
-                                 connection_ttl_ms=5000)
+                                 connection_ttl_ms=5000, call_timeout_ms=5000)
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str = NAME) -> tuple[Path, dict]:
@@ -87,11 +93,14 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict) -> No
         say(f"SIGKILL {primary} (pid {truth['killed_pid']}) under {RATE:g} msg/s")
         truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
         say(f"{backup} is active (seen by the drill's 20 Hz probe)")
+        clients.wait_failed_over(truth)
         settle(interval, 10, 5.0)
         truth["connections_after"] = {backup: pair.connections(backup)}
         clients.stop_producer()
         _drain(clients.last_received_at, idle_s=3.0, timeout=30.0)
-    truth.update(clients.truth())
+    reader = _final_read(pair, backup)
+    truth["final_read"] = len(reader.received)
+    truth.update(clients.truth(reader))
     ledger = truth["ledger"]
     say(f"clients: {ledger['attempted']} sent, {ledger['acked']} acknowledged, {ledger['received']} received "
         f"({ledger['distinct_received']} distinct), {len(ledger['lost'])} lost, {len(ledger['duplicated'])} duplicated")
@@ -107,8 +116,22 @@ def _drain(last_received_at, idle_s: float, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def ledger_truth(producer, consumer) -> dict:
-    ledger = Ledger.of(producer, consumer)
+def _final_read(pair: ArtemisPair, name: str) -> FailoverConsumer:
+    """Jepsen's final read: a fresh consumer drains the queue on `name` once the clients are gone
+    (messages a client held unacknowledged go back to the queue when its connection closes), so a
+    message is lost only if nobody can read it any more."""
+    reader = FailoverConsumer([pair.brokers[name].stomp_url], f"/queue/{QUEUE}", login=ADMIN_USER,
+                              passcode=pair.admin_password)
+    reader.name = "final-read"
+    with reader:
+        time.sleep(2.0)
+        _drain(lambda: reader.last_received_at, idle_s=2.0, timeout=30.0)
+    say(f"final read: {len(reader.received)} message(s) left on {name}")
+    return reader
+
+
+def ledger_truth(producer, *consumers) -> dict:
+    ledger = Ledger.of(producer, *consumers)
     return vars(ledger) | {"duplicated": {str(k): v for k, v in ledger.duplicated.items()}}
 
 
@@ -130,15 +153,18 @@ class StompClients:
         self.producer.stop()
         self.consumer.stop()
 
+    def wait_failed_over(self, truth: dict) -> None:
+        pass  # they retry every 100 ms for as long as the drill runs
+
     def stop_producer(self) -> None:
         self.producer.stop()
 
     def last_received_at(self) -> float:
         return self.consumer.last_received_at
 
-    def truth(self) -> dict:
+    def truth(self, final_read: FailoverConsumer) -> dict:
         return {"clients": {c.name: [vars(x) for x in c.connections] for c in (self.producer, self.consumer)},
-                "ledger": ledger_truth(self.producer, self.consumer)}
+                "ledger": ledger_truth(self.producer, self.consumer, final_read)}
 
 
 class CoreJmsClients:
@@ -159,6 +185,19 @@ class CoreJmsClients:
     def __exit__(self, *exc) -> None:
         self.clients.stop()
 
+    def wait_failed_over(self, truth: dict) -> None:
+        """Until each client's FailoverEventListener said FAILOVER_COMPLETED or FAILOVER_FAILED, at
+        most its reconnect budget plus a blocking call's timeout (and 10 s) after the kill."""
+        s = CORE_SETTINGS
+        deadline = truth["kill_ts"] + (s.reconnect_budget_s or 60.0) + s.call_timeout_ms / 1000 + 10.0
+        ends = ("FAILOVER_COMPLETED", "FAILOVER_FAILED")
+        while time.time() < deadline:
+            ledgers = [self.clients.ledger(n) for n in (self.PRODUCER, self.CONSUMER)]
+            if all(any(e.get("type") in ends and e["t"] >= truth["kill_ts"] for e in c.events) for c in ledgers):
+                break
+            time.sleep(0.1)
+        truth["clients_failed_over_waited_s"] = round(time.time() - truth["kill_ts"], 3)
+
     def stop_producer(self) -> None:
         self.clients.thread_dumps()  # into each client's log: where a client stuck in a call is stuck
         self.clients.stop_client(self.PRODUCER)
@@ -166,10 +205,10 @@ class CoreJmsClients:
     def last_received_at(self) -> float:
         return max(self.clients.ledger(self.CONSUMER).times("committed"), default=0.0)
 
-    def truth(self) -> dict:
+    def truth(self, final_read: FailoverConsumer) -> dict:
         producer, consumer = self.clients.ledger(self.PRODUCER), self.clients.ledger(self.CONSUMER)
         return {"clients": {c.name: c.summary() for c in (producer, consumer)},
-                "ledger": ledger_truth(producer, consumer)}
+                "ledger": ledger_truth(producer, consumer, final_read)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -187,6 +226,12 @@ def core_event_times(truth: dict, kind: str) -> dict[str, float | None]:
     """Core: per client, the first FailoverEventListener event of `kind` after the kill."""
     return {name: min((e["t"] for e in c["events"] if e.get("type") == kind and e["t"] >= truth["kill_ts"]),
                       default=None) for name, c in truth["clients"].items()}
+
+
+def client_connections_listed(truth: dict) -> int | None:
+    """How many connections the backup listed after the takeover (None: no list in the truth)."""
+    listed = (truth.get("connections_after") or {}).get(truth["new_master"])
+    return None if listed is None else len(listed)
 
 
 def client_connections_created(truth: dict) -> float | None:
@@ -214,46 +259,47 @@ def clients_back_at(truth: dict) -> tuple[float | None, str]:
 def score(lh, truth: dict) -> Scorecard:
     card = score_tables(rows(lh, "failover_events"), rows(lh, "role_intervals"), rows(lh, "split_brain_windows"),
                         truth)
-    _score_ledger(card, truth["ledger"])
+    _score_ledger(card, truth)
     if truth.get("clients_kind") == "core":
         _score_core_failover(card, truth)
     _score_shift(card, rows(lh, "client_shifts"), truth)
     return card
 
 
-def _score_ledger(card: Scorecard, ledger: dict) -> None:
+def _score_ledger(card: Scorecard, truth: dict) -> None:
+    ledger = truth["ledger"]
     card.require(not ledger["lost"], f"acknowledged messages lost: {ledger['lost'][:20]}")
     card.facts["sent / acknowledged / received (distinct)"] = (ledger["attempted"], ledger["acked"],
                                                                 f"{ledger['received']} ({ledger['distinct_received']})")
     card.facts["lost (acknowledged, never received)"] = len(ledger["lost"])
     card.facts["duplicated (received twice or more)"] = len(ledger["duplicated"])
     card.facts["sent without acknowledgement, delivered anyway"] = ledger["unacked_delivered"]
+    if "final_read" in truth:
+        card.facts["left on the queue at the end (final read)"] = truth["final_read"]
 
 
 def _score_core_failover(card: Scorecard, truth: dict) -> None:
-    """The Core clients' own failover against their settings: how it was detected (a SIGKILL closes
-    the sockets, so long before clientFailureCheckPeriod), how long the reconnection took against
-    retryInterval × reconnectAttempts, and after the backup's AMQ221010."""
+    """The Core clients' own failover against their settings, as facts (what the clients did is
+    truth, not a finding of brokerscope's): how it was detected (a SIGKILL closes the sockets, long
+    before clientFailureCheckPeriod), how long the reconnection took against retryInterval ×
+    reconnectAttempts and after the backup's AMQ221010, and which client never completed one."""
     s, kill = truth["client_settings"], truth["kill_ts"]
     detected, completed = core_event_times(truth, "FAILURE_DETECTED"), core_event_times(truth, "FAILOVER_COMPLETED")
-    failed = [n for n, c in truth["clients"].items() if any(e.get("type") == "FAILOVER_FAILED" for e in c["events"])]
-    card.require(not failed, f"FAILOVER_FAILED in {failed}")
     card.facts["sends unblocked by the failover (indeterminate, sent again)"] = sum(
         c.get("send_failed", 0) for c in truth["clients"].values())
-    seen = None not in completed.values() and None not in detected.values()
-    if not card.detect("each client's FAILOVER_COMPLETED", seen, f"detected {detected}, completed {completed}"):
-        return
+    stuck = {n: c.get("last") for n, c in truth["clients"].items() if completed[n] is None}
+    if stuck:  # e.g. run 3 of docs/ARTEMIS_LAB.md fact 23: a producer whose send never returned
+        card.facts["clients without FAILOVER_COMPLETED (their last ledger event)"] = stuck
     card.facts["kill → FAILURE_DETECTED per client (s) vs clientFailureCheckPeriod"] = (
-        {n: round(t - kill, 3) for n, t in detected.items()}, s["client_failure_check_period_ms"] / 1000)
-    took = {n: round(completed[n] - detected[n], 3) for n in completed}
+        {n: None if t is None else round(t - kill, 3) for n, t in detected.items()},
+        s["client_failure_check_period_ms"] / 1000)
+    took = {n: round(completed[n] - detected[n], 3) for n in completed if None not in (completed[n], detected[n])}
     card.facts["FAILURE_DETECTED → FAILOVER_COMPLETED (s) vs the reconnect budget"] = (took, s["reconnect_budget_s"])
     card.facts["retries at retryInterval (≈)"] = {n: int(t // (s["retry_interval_ms"] / 1000)) for n, t in took.items()}
-    budget = s["reconnect_budget_s"]
-    card.require(budget is None or max(took.values()) <= budget + s["retry_interval_ms"] / 1000,
-                 f"reconnection took {took} s, over the budget of {budget} s")
     if truth.get("takeover_log_ts"):
         card.facts["AMQ221010 → FAILOVER_COMPLETED (s) vs retryInterval"] = (
-            {n: round(t - truth["takeover_log_ts"], 3) for n, t in completed.items()}, s["retry_interval_ms"] / 1000)
+            {n: round(t - truth["takeover_log_ts"], 3) for n, t in completed.items() if t is not None},
+            s["retry_interval_ms"] / 1000)
     card.facts["connectionTTL (s): not what ended the old connections (the kill closed them)"] = (
         s["connection_ttl_ms"] / 1000)
 
@@ -273,6 +319,10 @@ def _score_shift(card: Scorecard, shifts: list[dict], truth: dict) -> None:
         s["shift_lower_s"], s["shift_upper_s"], s["quality"])
     back, source = clients_back_at(truth)
     created = client_connections_created(truth)
+    listed = client_connections_listed(truth)
+    if listed is not None:  # the clients that really came (a client may not have: fact 23, run 3)
+        card.require(s["connections_after"] == listed, f"client_shifts counts {s['connections_after']} connections "
+                     f"on {new}, the broker listed {listed}")
     if back is not None:
         card.facts[f"kill → clients back by {source} (truth, s)"] = round(back - kill, 3)
         card.facts[f"client_shifts.arrived_ts − {source} (s)"] = round(arrived - back, 3)
