@@ -21,15 +21,17 @@ creating them (of their dial, STOMP, in recordings without that list), its shift
 true one. What the clients themselves did (their failover events against their settings) is
 reported beside it, as truth.
 
-Measured, artemis-clients-core (two runs; docs/ARTEMIS_LAB.md fact 23), after the SIGKILL: the
+Measured, artemis-clients-core (six runs; docs/ARTEMIS_LAB.md fact 23), after the SIGKILL: the
 clients' FAILURE_DETECTED at 0.03–0.13 s (the killed JVM's sockets close; clientFailureCheckPeriod
-1 s and connectionTTL 5 s play no part), AMQ221010 at 1.47 / 1.21 s, the clients' connections on the
-backup 0.08–0.12 s after it (retryInterval 200 ms, 8–10 of 50 attempts), FAILOVER_COMPLETED at
-2.11–2.26 / 1.73–1.74 s; 336 / 341 acknowledged, 0 lost, 1 duplicated each time (the send in flight
-at the kill: stored, unacknowledged, sent again). The primary counted 4 connections (its waiting
-backup's 2 and the clients'), the backup 2: client_shifts "2 (50% of 4)", first seen 0.27 / 0.02 s
-after the broker created them, 0.40 / 0.39 s before the clients' FAILOVER_COMPLETED, shift ≤ 2.18 /
-1.70 s (true 1.59 / 1.33 s).
+1 s and connectionTTL 5 s play no part), AMQ221010 at 0.8–3.8 s, the clients on the backup 0.08–0.18
+s after it — unless a blocking call was in flight at the kill and the backup was slow: then that
+client's failover completes only when the call times out (callTimeout: 5 s in the final runs,
+FAILOVER_COMPLETED at +5.3 s, 2.2–2.7 s after AMQ221010; the default 30 s left one client stuck
+past the drill's end in each of two earlier runs). 336–376 acknowledged, 0 lost (final read 0),
+0 or 1 duplicated (the send in flight at the kill: stored, unacknowledged, sent again). The primary
+counted 4 connections (its waiting backup's 2 and the clients'), the backup 2: client_shifts
+"2 (50% of 4)", first seen 0.02–0.27 s after the broker created the last one, shift ≤ 1.7–5.6 s
+against a true 1.3–5.3 s.
 """
 
 from __future__ import annotations
