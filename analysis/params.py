@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from analysis.causes import CauseParams
+from analysis.client_shifts import ShiftParams
 from analysis.gc import GcParams, TargetRules
 from analysis.incidents import IncidentParams
 from analysis.lag import LagParams
@@ -34,6 +35,7 @@ class AnalysisParams:
     readiness: ReadinessParams
     risk: RiskParams
     causes: CauseParams
+    shifts: ShiftParams
     incidents: IncidentParams
     has_zookeeper_targets: bool
 
@@ -97,5 +99,6 @@ def analysis_params(cfg: Config) -> AnalysisParams:
     return AnalysisParams(
         spine=spine_params(cfg), gc=gc_params(cfg), stuck=stuck_params(cfg), lag=lag_params(cfg),
         zookeeper=zookeeper_params(cfg), readiness=readiness_params(cfg), risk=risk_params(cfg), causes=cause_params(cfg),
-        incidents=incident_params(cfg), has_zookeeper_targets=any(t.kind == "zookeeper" for t in cfg.targets),
+        shifts=ShiftParams(hole_s=cfg.hole_tolerance()), incidents=incident_params(cfg),
+        has_zookeeper_targets=any(t.kind == "zookeeper" for t in cfg.targets),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from analysis import causes, incidents, risk
+from analysis import causes, client_shifts, incidents, risk
 from analysis import runs as runs_module
 from analysis.gc import run_gc
 from analysis.lag import run_lag
@@ -45,13 +45,15 @@ def analyze(cfg: Config, mode: str | None = None, progress: Callable[[str], None
 
 
 def run_findings(slh, params: AnalysisParams, say: Callable[[str], None], full: bool = False) -> dict[str, int]:
-    """The gold-on-gold jobs, in order: risk states, causes (GC and ZooKeeper findings onto
+    """The gold-on-gold jobs, in order: risk states, the clients' shifts, causes (GC and ZooKeeper findings onto
     failovers and split brain), incidents (everything, causes included). Each recomputes its tables
     from the current versions of its inputs, and not at all when none of them (nor the config, nor
     its code) changed since its last run (`full`: always): incremental and full runs agree."""
     jobs = (
         ("risk", risk, ("risk_findings",), ("broker_state", "role_intervals", "split_brain_windows", "failover_events"),
          params.risk, lambda info: risk.run_risk(slh, params.risk, say, info)),
+        ("client-shifts", client_shifts, ("client_shifts",), ("failover_events", "broker_state"),
+         params.shifts, lambda info: client_shifts.run_client_shifts(slh, params.shifts, say, info)),
         ("causes", causes, ("finding_causes",), ("failover_events", "split_brain_windows", "gc_findings", "zk_findings",
                                                  "zk_coordination", "broker_state", "replication_findings"),
          params.causes, lambda info: causes.run_causes(slh, params.causes, say, info)),

@@ -169,6 +169,7 @@ def cmd_timeline(args) -> int:
         group=args.group,
         gc_findings=lh.read("gc_findings") if lh.exists("gc_findings") else None,
         zk_tables={n: lh.read(n) for n in ZK_TIMELINE_TABLES if lh.exists(n)},
+        client_shifts=lh.read("client_shifts") if lh.exists("client_shifts") else None,
     )
     entries = [e for e in everything if not (since and e.ts < since or until and e.ts > until)]
     incidents = incidents_between(lh.read("incidents"), args.group, since, until) if lh.exists("incidents") else []

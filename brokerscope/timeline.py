@@ -16,7 +16,8 @@ class Entry:
     ts: datetime
     group: str
     instance: str
-    what: str  # active | last-active | unanswered | silent-while-active | failover | failback | restart | answering | back-inactive | split-brain | gc-pause
+    what: str  # active | last-active | unanswered | silent-while-active | failover | failback | restart | answering
+    #           | back-inactive | split-brain | gc-pause | clients
     #           | zk-election | zk-quorum-lost | zk-quorum-back | zk-lock-handover | zk-lease-vanished | zk-gc-lost-lease | zk-gc-election
     text: str
     instances: tuple[str, ...] = ()  # every instance concerned (a split brain: both); default: (instance,)
@@ -61,6 +62,7 @@ def build_timeline(
     gc_findings: pa.Table | None = None,
     zk_tables: dict[str, pa.Table] | None = None,
     until: datetime | None = None,
+    client_shifts: pa.Table | None = None,
 ) -> list[Entry]:
     state_rows = _rows(broker_state.select([c for c in STATE_COLUMNS if c in broker_state.column_names]))
     errors = {(r["instance"], r["ts"]): r["error"] for r in state_rows if r["error"]}
@@ -139,6 +141,8 @@ def build_timeline(
         entries.append(Entry(w["certain_start"], w["group_name"], f"{pair[0]}+{pair[1]}", "split-brain", text,
                              instances=pair, facts=facts))
 
+    if client_shifts is not None:
+        entries.extend(client_shift_entries(client_shifts))
     if gc_findings is not None:
         entries.extend(gc_pause_entries(gc_findings))
     if zk_tables:
@@ -156,6 +160,22 @@ def build_timeline(
         if since and e.ts < since or until and e.ts > until:
             continue
         out.append(e)
+    return out
+
+
+def client_shift_entries(shifts: pa.Table) -> list[Entry]:
+    """The clients' move of each failover (gold client_shifts) where it was measured: when they were
+    first seen on the new live, or, when none came, where the look ended."""
+    out = []
+    for r in _rows(shifts):
+        if r["state"] not in ("arrived", "none-arrived"):
+            continue
+        at = r["arrived_ts"] or r["window_end"]
+        facts = {k: r[k] for k in ("connections_before", "connections_after", "moved_fraction", "arrived_after",
+                                   "shift_lower_s", "shift_upper_s", "quality")}
+        quality = "" if r["quality"] == "bounded" else f" [{r['quality']}]"
+        out.append(Entry(at, r["group_name"], r["to_instance"], "clients", f"clients: {r['message']}{quality}",
+                         facts=facts))
     return out
 
 

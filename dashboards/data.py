@@ -240,6 +240,7 @@ class IncidentBundle:
     causes: list[dict]
     findings: dict[str, list[dict]]  # source table → its rows that are evidence
     timeline: TimelineData
+    shifts: dict[str, dict] = field(default_factory=dict)  # failover event_id → its client_shifts row
 
 
 def default_range(inc: dict, pad_fraction: float = 0.25, min_pad_s: float = 5.0) -> tuple[datetime, datetime]:
@@ -262,7 +263,10 @@ def load_incident(gold: Gold, incident_id: str, view: tuple[datetime, datetime] 
     known = {c["cause_id"] for c in causes}
     causes += [c for c in findings.get("finding_causes", []) if c["cause_id"] not in known]
     start, end = view or default_range(inc)
-    return IncidentBundle(inc, ev, causes, findings, timeline_data(gold, inc, ev, start, end))
+    timeline = timeline_data(gold, inc, ev, start, end)
+    moves = [e["event_id"] for e in findings.get("failover_events", []) + timeline.failovers]
+    shifts = {r["event_id"]: r for r in by_ids(gold, "client_shifts", "event_id", moves)}
+    return IncidentBundle(inc, ev, causes, findings, timeline, shifts)
 
 
 def _overlapping(start_col: str, end_col: str, start: datetime, end: datetime) -> str:

@@ -62,6 +62,10 @@ def window_sentences(b: IncidentBundle) -> list[tuple[str, str]]:
             text += f"; no live instance for at most {e['outage_upper_s']:.1f} s"
         if e["outage_lower_s"] is not None:
             text += f" (at least {e['outage_lower_s']:.1f} s)"
+        shift = b.shifts.get(e.get("event_id"))
+        if shift is not None and shift["state"] in ("arrived", "none-arrived"):
+            quality = "" if shift["quality"] == "bounded" else f" [{shift['quality']}]"
+            text += f"; clients: {shift['message']}{quality}"
         out.append(("failover", text))
     return out
 

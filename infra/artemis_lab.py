@@ -42,6 +42,7 @@ CLI: ``python -m infra.artemis_lab start|stop|status|drill --workdir DIR`` (defa
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -54,7 +55,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
-from infra.artemis.instance import MONITOR_USER, HaSpec, InstanceSpec, create
+from infra.artemis.instance import ADMIN_USER, MONITOR_USER, HaSpec, InstanceSpec, create
 from infra.artifacts import artemis_home
 from infra.lab_cli import LabCli, run
 from infra.lab_clients import _stomp_read, _stomp_write, jolokia_request
@@ -328,6 +329,25 @@ class ArtemisPair(LabProcesses):
                                         timeout=timeout))
         except (OSError, ValueError, LabError):
             return "down"
+
+    def connections(self, name: str, timeout: float = 2.0) -> list[dict] | None:
+        """The broker's own list of its remoting connections (``listConnectionsAsJSON``, as the admin
+        user: the monitoring user may not invoke it): address, protocol, sessions, creation time (epoch
+        s) each; None when it does not answer. What ``ConnectionCount`` counts, connection by connection."""
+        b = self._brokers.get(name)
+        if b is None or not self._alive(name):
+            return None
+        try:
+            status, body = jolokia_request(b.jolokia_url, [{"type": "exec", "mbean": f'{BROKER_MBEAN[:-1]}"{name}"',
+                                                            "operation": "listConnectionsAsJSON()"}],
+                                           user=ADMIN_USER, password=self.admin_password, timeout=timeout,
+                                           headers={"Origin": self.origin})
+            listed = json.loads(body[0]["value"]) if status == 200 and body[0].get("status") == 200 else None
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+        return None if listed is None else [
+            {"address": c.get("clientAddress"), "protocol": c.get("protocol"), "sessions": c.get("sessionCount"),
+             "created": c["creationTime"] / 1000 if c.get("creationTime") else None} for c in listed]
 
     def roles(self) -> dict[str, Role]:
         return {n: self.role(n) for n in self.names}

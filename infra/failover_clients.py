@@ -179,10 +179,13 @@ class Ledger:
     unacked_delivered: int = 0  # sent without a RECEIPT (indeterminate) and received anyway
 
     @classmethod
-    def of(cls, producer: FailoverProducer, consumer: FailoverConsumer) -> "Ledger":
-        got = Counter(consumer.received)
+    def of(cls, producer: FailoverProducer, *consumers: FailoverConsumer) -> "Ledger":
+        """The producer's sends against what the consumers received: the application's consumer and,
+        Jepsen's final read, a fresh one that drained the queue at the end (what is left is not lost)."""
+        received = [m for c in consumers for m in c.received]
+        got = Counter(received)
         indeterminate = set(producer.attempted) - producer.acked
-        return cls(attempted=len(set(producer.attempted)), acked=len(producer.acked), received=len(consumer.received),
+        return cls(attempted=len(set(producer.attempted)), acked=len(producer.acked), received=len(received),
                    distinct_received=len(got), lost=sorted(producer.acked - set(got)),
                    duplicated={k: v for k, v in sorted(got.items()) if v > 1},
                    unacked_delivered=len(indeterminate & set(got)))

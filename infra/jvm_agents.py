@@ -36,14 +36,14 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from infra.artifacts import jolokia_agent_jar
 from infra.lab_logs import tail
 from infra.processes import LabError, java_tool
 
 __all__ = ["DISABLED_SERVICES", "JOLOKIA_ACCESS_FILE", "JOLOKIA_PROPERTIES_FILE", "READ_ONLY_COMMANDS",
-           "agent_build_dir", "ballast_jvm_arg", "build_ballast", "jolokia_jvm_args", "wait_for_agent_url"]
+           "agent_build_dir", "ballast_jvm_arg", "build_ballast", "build_jar", "jolokia_jvm_args", "wait_for_agent_url"]
 
 JOLOKIA_ACCESS_FILE = "jolokia-access.xml"
 JOLOKIA_PROPERTIES_FILE = "jolokia-agent.properties"
@@ -189,18 +189,25 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 def build_ballast(force: bool = False) -> Path:
     """Build (if needed) and return the GC ballast agent jar (``infra/gc_ballast``): ``-javaagent:<jar>=mb=N``
-    gives a JVM a live set of N MiB of small, randomly linked objects (see GcBallast.java).
+    gives a JVM a live set of N MiB of small, randomly linked objects (see GcBallast.java)."""
+    manifest = f"Manifest-Version: 1.0\nPremain-Class: {BALLAST_MAIN_CLASS}\nMain-Class: {BALLAST_MAIN_CLASS}\n"
+    return build_jar(BALLAST_SRC_DIR, agent_build_dir() / "brokerscope-gc-ballast.jar", manifest, [], force)
 
-    Rebuilt only when missing or older than a source; concurrent callers wait on a file lock.
+
+def build_jar(src_dir: Path, jar_path: Path, manifest_text: str, deps: Sequence[Path], force: bool = False) -> Path:
+    """javac the ``*.java`` of ``src_dir`` against ``deps`` (which stay on the runtime classpath) and jar
+    them with the manifest.
+
+    Rebuilt only when missing or older than a source or dependency; concurrent callers wait on a file lock.
     """
-    jar_path = agent_build_dir() / "brokerscope-gc-ballast.jar"
     out_dir = jar_path.parent
-    sources = sorted(BALLAST_SRC_DIR.glob("*.java"))
+    sources = sorted(src_dir.glob("*.java"))
     if not sources:
-        raise LabError(f"no Java sources in {BALLAST_SRC_DIR}")
+        raise LabError(f"no Java sources in {src_dir}")
 
     def up_to_date() -> bool:
-        return not force and jar_path.exists() and jar_path.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
+        return (not force and jar_path.exists()
+                and jar_path.stat().st_mtime >= max(p.stat().st_mtime for p in [*sources, *deps]))
 
     if up_to_date():
         return jar_path
@@ -211,13 +218,14 @@ def build_ballast(force: bool = False) -> Path:
         try:
             classes = tmp / "classes"
             classes.mkdir()
-            res = subprocess.run([java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn", "-d",
-                                  str(classes), *map(str, sources)], capture_output=True, text=True)
+            cmd = [java_tool("javac"), "--release", "17", "-encoding", "UTF-8", "-nowarn", "-d", str(classes)]
+            if deps:
+                cmd += ["-cp", os.pathsep.join(str(d) for d in deps)]
+            res = subprocess.run([*cmd, *map(str, sources)], capture_output=True, text=True)
             if res.returncode != 0:
                 raise LabError(f"javac failed ({res.returncode}):\n{res.stdout}{res.stderr}")
             manifest = tmp / "MANIFEST.MF"
-            manifest.write_text(f"Manifest-Version: 1.0\nPremain-Class: {BALLAST_MAIN_CLASS}\n"
-                                f"Main-Class: {BALLAST_MAIN_CLASS}\n")
+            manifest.write_text(manifest_text)
             tmp_jar = tmp / jar_path.name
             res = subprocess.run([java_tool("jar"), "--create", "--file", str(tmp_jar), "--manifest", str(manifest),
                                   "-C", str(classes), "."], capture_output=True, text=True)

@@ -15,7 +15,8 @@
 #    Kafka 4.3.1 jars (brokers, Connect, MirrorMaker 2, tools; infra.kafka_lab runs from them), the
 #    Apache Artemis 2.40.0 distribution (unpacked for infra.artemis_lab) and the official Jolokia
 #    2.6.0 JVM agent (every lab JVM without a Jolokia of its own loads it, read-only: infra/jvm_agents.py)
-#    (python -m infra.artifacts)
+#    (python -m infra.artifacts); then compile the lab's Core JMS failover client against the
+#    distribution's client jars (infra.core_clients.build_core_clients; no network)
 # 5. fetch with Maven, once, checksum-verified, into the same cache: delta-spark's jars for Spark
 #    (io.delta:delta-spark_4.2_2.13:4.4.0 and what it needs beyond pyspark/jars; python -m infra.delta_jars)
 # Fast no-op when everything is in place.
@@ -104,6 +105,7 @@ fi
 
 # ---------------------------------------------------------------- 4. Kafka jars, Artemis distribution, Jolokia JVM agent
 "$PYTHON" -m infra.artifacts | while read -r line; do say "$line"; done
+say "Core JMS client: $("$PYTHON" -c 'from infra.core_clients import build_core_clients; print(build_core_clients())')"
 
 # ---------------------------------------------------------------- 5. delta-spark jars (native Delta on Spark)
 delta_jar_list="$("$PYTHON" -m infra.delta_jars)"

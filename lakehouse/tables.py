@@ -373,6 +373,55 @@ FAILOVER_EVENTS = TableContract(
     written_by="analysis.spine",
 )
 
+CLIENT_SHIFTS = TableContract(
+    name="client_shifts",
+    layer="gold",
+    doc=(
+        "The clients' move in a failover or failback (failover_events, ActiveMQ and Artemis): the "
+        "connections the old live had, when the new live first had them back, and how long the "
+        "shift took. `connections_after` is the most the new live had while it held the role, up "
+        "to `window_end`; the target is `connections_before`, or when fewer came, that most "
+        "(`moved_fraction` says which share of the old count it is: a broker's count includes "
+        "connections that cannot move — an Artemis live counts the ones its waiting backup holds to "
+        "it, 2 on a shared-store pair, 3 with replication, docs/ARTEMIS_LAB.md fact 27). The shift "
+        "lies between `shift_lower_s` (null when no observation showed the old live without them: "
+        "a dead broker never says so) and `shift_upper_s`. Recomputed from failover_events and "
+        "broker_state on every run; rules: analysis/client_shifts.py."
+    ),
+    columns=(
+        _c("event_id", pa.string(), "failover_events.event_id", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("group_name", pa.string(), "HA group", False),
+        _c("event_type", pa.string(), "failover | failback", False),
+        _c("from_instance", pa.string(), "the old live", False),
+        _c("to_instance", pa.string(), "the new live", False),
+        _c("state", pa.string(), "arrived (the new live reached the target) | none-arrived (the old live had "
+           "connections, the new one none by window_end) | no-clients (neither had any) | unknown (not reported)",
+           False),
+        _c("quality", pa.string(), "bounded (the arrival lies between two answered scrapes of the new live, "
+           "no hole between) | across-hole (that bracket spans a hole: known to its width) | unknown", False),
+        _c("connections_before", pa.int64(), "the old live's connections at its last active observation that "
+           "reported them"),
+        _c("before_ts", TS, "that observation (the clients were on the old live then)"),
+        _c("old_without_ts", TS, "first later observation of the old live that positively showed fewer connections or "
+           "it not active; null: never seen (it died, or stayed silent)"),
+        _c("connections_after", pa.int64(), "the most connections the new live had in the window"),
+        _c("target_connections", pa.int64(), "min(connections_before, connections_after): what counts as back"),
+        _c("moved_fraction", pa.float64(), "target_connections / connections_before (null when none before)"),
+        _c("arrived_ts", TS, "first observation of the new live with target_connections or more"),
+        _c("arrived_after", TS, "last observation of the new live before arrived_ts that positively showed fewer "
+           "(answered with fewer, or not yet active): the arrival lies in (arrived_after, arrived_ts]"),
+        _c("shift_upper_s", pa.float64(), "arrived_ts − before_ts: the shift took at most this long (s)"),
+        _c("shift_lower_s", pa.float64(), "arrived_after − old_without_ts, at least 0: it took at least this "
+           "long (s); null when old_without_ts is"),
+        _c("window_end", TS, "where the look ended: the new live's role ending, the old instance answering again, "
+           "or 120 s after new_first_active"),
+        _c("message", pa.string(), "what happened, in plain words", False),
+    ),
+    keys=("event_id",),
+    written_by="analysis.client_shifts (brokerscope analyze)",
+)
+
 SPLIT_BRAIN_WINDOWS = TableContract(
     name="split_brain_windows",
     layer="gold",
@@ -1302,6 +1351,7 @@ TABLES: dict[str, TableContract] = {
         COLLECTOR_HEALTH,
         ROLE_INTERVALS,
         FAILOVER_EVENTS,
+        CLIENT_SHIFTS,
         SPLIT_BRAIN_WINDOWS,
         HA_GROUP_CHECKS,
         BRONZE_GC_LINES,

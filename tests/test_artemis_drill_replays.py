@@ -10,6 +10,9 @@ drill's own ground truth:
         quorum is back; the backup takes over
     tests/fixtures/artemis/drill_shared_store_clients.*        a STOMP producer and consumer failing
         over with a shared-store pair (brokerscope.drills.artemis_clients): Jepsen counts
+    tests/fixtures/artemis/drill_shared_store_core_clients.*   the same with the Core JMS client on an
+        ha=true failover URL (drill artemis-clients-core): its own failover events, Jepsen counts, and
+        brokerscope's gold client_shifts
     tests/fixtures/artemis/drill_replication_zk_link_cut.*     the replication link of the lock-manager
         pair cut silently for 150 s (brokerscope.drills.artemis_link_cut): the primary drops its
         backup at connection-ttl and serves on unprotected, the backup is refused by the activation
@@ -30,7 +33,10 @@ import json
 from pathlib import Path
 
 from brokerscope.drills import artemis_clients, artemis_link_cut, artemis_pause, artemis_restart, artemis_zk_quorum
+from brokerscope.drills.common import epoch
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
+from dashboards.data import Gold, load_incident
+from dashboards.report import window_sentences
 from lakehouse.store import Lakehouse
 from tests import recordings
 from tests.drill_checks import assert_passed
@@ -129,6 +135,8 @@ def test_replayed_link_cut_of_a_classic_pair_is_a_split_brain_caused_by_the_lost
     assert (cause["cause_code"], cause["instance"], cause["confidence"]) == ("replica-sync-gap", "art-a", "likely")
     assert cause["lead_s"] > 30  # the primary had dropped its backup about a minute before
     assert {r["code"] for r in lh.read("risk_findings").to_pylist()} >= {"quorum-too-small", "unprotected-live"}
+
+
 def test_replayed_restart_of_the_old_primary_under_the_lock_manager_stays_passive(tmp_path_factory, spark):
     """The restarted primary finds the coordinated activation sequence ahead of its own and restarts
     as a backup (failback off): one failover, the old primary never active again, seen as backup
@@ -174,3 +182,41 @@ def test_replayed_restart_without_check_for_active_server_is_a_certain_split_bra
     (incident,) = [i for i in incidents if i["incident_id"] == incident_id]
     assert incident["severity"] == "critical"
     assert {e["code"] for e in evidence if e["incident_id"] == incident_id} >= {"check-for-live-server-off"}
+
+
+def test_replayed_core_clients_failover_is_measured_as_a_client_shift(tmp_path_factory, spark):
+    """The Core JMS producer (synchronous durable sends) and transacted consumer on an ha=true URL
+    through the SIGKILL of the shared-store primary. In this run the producer's send in flight at
+    the kill was not released by the failure detection: it waited its callTimeout (5 s), so the
+    producer reached the backup 2.6 s after the backup took over. brokerscope's gold client_shifts
+    row has the clients' move, not the role's: 2 of the old primary's 4 connections (it also
+    counted its waiting backup's 2) on the backup within one scrape of the broker creating the last
+    one, the shift's bounds holding the true one; the timeline and the incident report carry it."""
+    truth = json.loads((FIX / "drill_shared_store_core_clients.truth.json").read_text())
+    lh = replayed("drill_shared_store_core_clients", tmp_path_factory.mktemp("artemis-core-clients"), spark)
+    card = assert_passed(artemis_clients.score(lh, truth))
+    print("\n" + card.render())
+    assert truth["ledger"]["lost"] == [] and truth["ledger"]["acked"] > 300 and truth["final_read"] == 0
+    before = truth["connections_before_kill"]["art-a"]
+    assert len(before) == 4 and sorted(c["sessions"] for c in before) == [0, 0, 2, 2]  # the backup's 2 have no session
+    producer = truth["clients"]["core-producer"]
+    assert producer["send_failed"] == 1  # "AMQ219014: Timed out after waiting 5000 ms", then FAILOVER_COMPLETED
+
+    (shift,) = lh.read("client_shifts").to_pylist()
+    (failover,) = lh.read("failover_events").to_pylist()
+    assert (shift["state"], shift["quality"]) == ("arrived", "bounded")
+    assert (shift["connections_before"], shift["connections_after"], shift["moved_fraction"]) == (4, 2, 0.5)
+    created = artemis_clients.client_connections_created(truth)
+    assert epoch(shift["arrived_after"]) < created <= epoch(shift["arrived_ts"])
+    assert epoch(shift["arrived_ts"]) <= created + truth["scrape_interval_s"] + 0.1
+    assert epoch(shift["arrived_ts"]) - epoch(failover["new_first_active"]) > 2.0  # the clients came later than the role
+    assert shift["shift_lower_s"] is None  # a SIGKILLed primary never shows it lost them
+    assert shift["shift_upper_s"] >= created - truth["kill_ts"] > 5.0
+
+    entries = build_timeline(lh.read("role_intervals"), lh.read("failover_events"), lh.read("split_brain_windows"),
+                             lh.read("broker_state", columns=STATE_COLUMNS), client_shifts=lh.read("client_shifts"))
+    (moved,) = [e for e in entries if e.what == "clients"]
+    assert moved.instance == "art-b" and moved.ts == shift["arrived_ts"] and "50% of 4" in moved.text
+    (incident,) = [i for i in lh.read("incidents").to_pylist() if i["has_failover"]]
+    sentences = dict(window_sentences(load_incident(Gold(lh, fresh_s=0), incident["incident_id"])))
+    assert "clients: 2 connection(s) (50% of 4) on art-b" in sentences["failover"]

@@ -20,7 +20,7 @@ from lakehouse.store import Lakehouse
 from tests.test_incremental import artemis, config, drill, snapshot
 
 FIX = Path(__file__).parent / "fixtures"
-FINDING_TABLES = ("stuck_messages", "risk_findings", "finding_causes", "incidents", "incident_evidence")
+FINDING_TABLES = ("stuck_messages", "risk_findings", "client_shifts", "finding_causes", "incidents", "incident_evidence")
 
 
 def weblogic() -> tuple[dict, list[str]]:
@@ -115,7 +115,7 @@ def test_drill_analysed_in_parts_equals_a_full_run_and_reruns_write_nothing(anal
     analyze(cfg, spark=spark, progress=said.append)
     assert {t: lh.version(t) for t in versions} == versions, said  # nothing new: nothing written
     assert "gold stuck_messages: no new broker_state rows" in said
-    assert any("silver unchanged" in m for m in said) and sum("inputs unchanged" in m for m in said) == 3
+    assert any("silver unchanged" in m for m in said) and sum("inputs unchanged" in m for m in said) == 4
 
 
 def test_gold_jobs_rerun_when_an_input_changed(analysed_kill_master, tmp_path, spark):
@@ -124,8 +124,8 @@ def test_gold_jobs_rerun_when_an_input_changed(analysed_kill_master, tmp_path, s
     slh.write("failover_events", slh.read("failover_events").limit(0))  # someone rewrote an input
     said: list[str] = []
     run_findings(slh, analysis_params(cfg), said.append)
-    assert "gold risk_findings" in said and "gold incidents, incident_evidence" in said
-    assert slh.lakehouse.count("incidents") == 0  # no failover left to tell
+    assert "gold risk_findings" in said and "gold client_shifts" in said and "gold incidents, incident_evidence" in said
+    assert slh.lakehouse.count("incidents") == 0 and slh.lakehouse.count("client_shifts") == 0  # no failover left
     said.clear()
     run_lag(slh, lag_params(cfg), progress=said.append, full=True)
     assert "gold replication_lag" in said  # --full always recomputes

@@ -1,0 +1,115 @@
+"""gold client_shifts (analysis/client_shifts.py) on small frames: the clients' move in a failover,
+its bounds and quality — never more than the observations show. The real broker's counts are in
+the replays of the artemis-clients drills (tests/test_artemis_drill_replays.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+
+from analysis.client_shifts import HORIZON_S, ShiftParams, client_shifts
+
+T0 = datetime(2026, 11, 26, 6, 0, 0, tzinfo=timezone.utc)
+
+
+def at(s: float) -> datetime:
+    return T0 + timedelta(seconds=s)
+
+
+def naive(t: datetime) -> pd.Timestamp:
+    """How the contract frame carries a time: naive UTC."""
+    return pd.Timestamp(t).tz_convert(None)
+
+
+def obs(instance: str, s: float, active: bool | None, connections: int | None, reachable: bool = True) -> dict:
+    return {"ts": at(s), "group_name": "g", "instance": instance, "reachable": reachable,
+            "active": active if reachable else None, "connections": connections if reachable else None}
+
+
+def event(old_last: float, new_first: float, kind: str = "artemis", event_type: str = "failover", frm: str = "a",
+          to: str = "b", unobserved: bool = False, event_id: str = "e1") -> dict:
+    return {"event_id": event_id, "kind": kind, "group_name": "g", "event_type": event_type, "from_instance": frm,
+            "to_instance": to, "old_last_active": at(old_last), "new_first_active": at(new_first),
+            "unobserved": unobserved}
+
+
+def shifts(events: list[dict], state: list[dict], hole_s: float = 2.0) -> list[dict]:
+    return client_shifts(pd.DataFrame(events), pd.DataFrame(state), ShiftParams(hole_s=hole_s)).to_dict("records")
+
+
+def killed_primary(arrive_at: float, clients: int = 2, peers: int = 2) -> list[dict]:
+    """a: live with clients + peers until the kill at 2.2 s, then refused; b: passive, active at
+    3.0 s with no connection, the clients from `arrive_at` (scrapes every 0.5 s)."""
+    rows = [obs("a", s, True, clients + peers) for s in (0.0, 0.5, 1.0, 1.5, 2.0)]
+    rows += [obs("a", s, None, None, reachable=False) for s in (2.5, 3.0, 3.5, 4.0, 4.5, 5.0)]
+    rows += [obs("b", s, False, 0) for s in (0.25, 0.75, 1.25, 1.75, 2.25, 2.75)]
+    rows += [obs("b", s, True, clients if s >= arrive_at else 0) for s in (3.25, 3.75, 4.25, 4.75, 5.25)]
+    return rows
+
+
+def test_the_clients_arrive_on_the_backup_between_two_scrapes_and_the_share_is_stated():
+    """Artemis counts the backup's own connections on the live (4 = 2 clients + 2), which vanish
+    with it: the target is what came (2), stated as 50 %, bounded by the scrapes around it; a
+    dead primary never showed it lost them, so there is no lower bound."""
+    (s,) = shifts([event(2.0, 3.25)], killed_primary(arrive_at=3.75))
+    assert (s["state"], s["quality"]) == ("arrived", "bounded")
+    assert (s["connections_before"], s["connections_after"], s["target_connections"]) == (4, 2, 2)
+    assert s["moved_fraction"] == pytest.approx(0.5)
+    assert s["arrived_ts"] == naive(at(3.75)) and s["arrived_after"] == naive(at(3.25))
+    assert s["shift_upper_s"] == pytest.approx(1.75) and pd.isna(s["shift_lower_s"])
+    assert "50% of 4" in s["message"] and "waiting backup" in s["message"]
+
+
+def test_an_old_live_seen_without_its_clients_gives_a_lower_bound():
+    state = killed_primary(arrive_at=4.25)
+    state = [r for r in state if not (r["instance"] == "a" and r["ts"] == at(2.5))] + [obs("a", 2.5, False, 0)]
+    (s,) = shifts([event(2.0, 3.25)], state)
+    assert s["old_without_ts"] == naive(at(2.5))
+    assert s["shift_lower_s"] == pytest.approx(3.75 - 2.5) and s["shift_upper_s"] == pytest.approx(2.25)
+
+
+def test_a_hole_around_the_arrival_is_said():
+    state = [r for r in killed_primary(arrive_at=4.75) if not (r["instance"] == "b" and r["ts"] == at(4.25))]
+    state = [r for r in state if not (r["instance"] == "b" and r["ts"] == at(3.75))]
+    (s,) = shifts([event(2.0, 3.25)], state, hole_s=1.0)
+    assert (s["state"], s["quality"]) == ("arrived", "across-hole")
+    assert s["arrived_after"] == naive(at(3.25)) and s["arrived_ts"] == naive(at(4.75))
+
+
+def test_none_arrived_and_nothing_to_move_are_told_apart():
+    (none,) = shifts([event(2.0, 3.25)], killed_primary(arrive_at=99))
+    assert (none["state"], none["connections_after"]) == ("none-arrived", 0) and pd.isna(none["arrived_ts"])
+    (idle,) = shifts([event(2.0, 3.25)], killed_primary(arrive_at=99, clients=0, peers=0))
+    assert idle["state"] == "no-clients"
+
+
+def test_counts_never_reported_are_unknown_not_zero():
+    state = [{**r, "connections": None} for r in killed_primary(arrive_at=3.75)]
+    (s,) = shifts([event(2.0, 3.25)], state)
+    assert (s["state"], s["quality"]) == ("unknown", "unknown") and pd.isna(s["connections_before"])
+
+
+def test_the_old_instance_running_again_makes_the_count_ambiguous():
+    """A restarted broker waiting as backup holds connections to the live: from when it answers
+    again (here before the new live became active; an answer after it ends the look), the new live's
+    count cannot be told from clients' — the numbers stay, the quality is unknown."""
+    state = [r for r in killed_primary(arrive_at=3.75) if not (r["instance"] == "a" and r["ts"] == at(3.0))]
+    (s,) = shifts([event(2.0, 3.25)], state + [obs("a", 3.0, False, 0)])
+    assert (s["state"], s["quality"]) == ("arrived", "unknown") and "running again" in s["message"]
+
+
+def test_the_look_ends_with_the_new_lives_role_and_after_the_horizon():
+    state = killed_primary(arrive_at=3.75) + [obs("b", 5.75, True, 9), obs("a", 5.6, True, 9)]
+    back = event(5.25, 5.6, event_type="failback", frm="b", to="a", event_id="e2")
+    first = next(s for s in shifts([event(2.0, 3.25), back], state) if s["event_id"] == "e1")
+    assert first["window_end"] == naive(at(5.25)) and first["connections_after"] == 2
+    late = killed_primary(arrive_at=99) + [obs("b", 3.25 + HORIZON_S + 1, True, 2)]
+    (s,) = shifts([event(2.0, 3.25)], late)
+    assert s["state"] == "none-arrived"
+
+
+def test_only_failovers_and_failbacks_of_broker_kinds_are_measured():
+    state = killed_primary(arrive_at=3.75)
+    assert shifts([event(2.0, 3.25, kind="kafka"), event(2.0, 3.25, event_type="restart", event_id="e3")], state) == []
