@@ -15,7 +15,9 @@ partition is counted by its leader only), under-min-ISR = Σ, offline = max Offl
 that did not answer in a round is unknown: a count over the others is a lower bound, so
 `no-controller` is only `certain` when every broker answered; controller findings of a single
 round are `possible` (a controller moving between two brokers' scrapes of one round looks like 0
-or 2). Controller rules need the cluster declared as one group (an undeclared broker is its own
+or 2). A round with no row at all of a broker (a lost row, a late answer stamped into the next
+round) is unknown for a rule the others' lower bound does not already meet: a run goes on across
+it (beyond the hole tolerance: counted as unobserved), it neither starts nor ends one. Controller rules need the cluster declared as one group (an undeclared broker is its own
 group and says nothing about the others).
 
 **Cross-cluster and consumer lag** (flows `replicator`, `mirrormaker2`, `mirrormaker2-checkpoint`,
@@ -321,12 +323,20 @@ def instance_lag(obs: pd.DataFrame, health: pd.DataFrame, *, rules: LagRules) ->
 def finding_rows(code: str, severity: str, base: dict, ts: np.ndarray, flags: np.ndarray, values: np.ndarray, *,
                  unit: str, threshold: float | None, certainty: Callable[[int, int], str],
                  describe: Callable[[dict, int, int], tuple[str, str, str | None]],
-                 last_ts: np.ndarray | None = None, hole_s: float = math.inf) -> list[dict]:
+                 last_ts: np.ndarray | None = None, hole_s: float = math.inf,
+                 known: np.ndarray | None = None) -> list[dict]:
     """One finding per run of `flags` over sorted observations (`ts`, and `last_ts` where an
     observation spans time); `certainty(s, e)` and `describe(row, s, e) → (message, advice, detail)`
-    get the run's first and last index; a run across a hole (`hole_s`) is at most possible."""
-    starts, ends = true_runs(flags)
-    bounds = run_bounds(ts, starts, ends, last_ts, hole_s)
+    get the run's first and last index; a run across a hole (`hole_s`) is at most possible.
+
+    `known`: False where an observation cannot tell whether the condition held (a broker's answer
+    missing from a round). Those are no observation at all: a run goes on across them, and beyond
+    `hole_s` counts them as a hole — as a missing scrape is treated everywhere else."""
+    last_ts = ts if last_ts is None else last_ts
+    at = np.arange(len(ts)) if known is None else np.flatnonzero(known)
+    starts, ends = true_runs(np.asarray(flags)[at])
+    starts, ends = at[starts], at[ends]
+    bounds = run_bounds(ts[at], np.searchsorted(at, starts), np.searchsorted(at, ends), last_ts[at], hole_s)
     out = []
     for k, (s, e) in enumerate(zip(starts, ends)):
         row = dict(base, code=code, severity=severity, unit=unit, threshold=threshold,
@@ -390,6 +400,14 @@ def cluster_rounds(state: pd.DataFrame, isr: pd.DataFrame, follower_lag_messages
         sorted(set(life.index[(life["min"] <= r.end) & (life["max"] >= r.start)]) - set(answered[r.Index]))
         for r in rounds.itertuples()
     ]
+    # absent: no row at all in the round of a broker seen within an interval of it (one whose first
+    # or last answer was stamped into the neighbouring round counts too)
+    present = per_broker.groupby("round")["instance"].agg(set).reindex(rounds.index)
+    step = np.median(np.diff(rounds["start"].to_numpy())) if len(rounds) > 1 else 0
+    rounds["absent"] = [
+        sorted(set(life.index[(life["min"] - step <= r.end) & (life["max"] + step >= r.start)]) - present[r.Index])
+        for r in rounds.itertuples()
+    ]
     rounds["claimants"] = brokers(per_broker["active_controllers"] >= 1)
     rounds["lagging"] = brokers(per_broker["lag_max_messages"] > follower_lag_messages)
     return rounds.sort_index().reset_index()
@@ -406,13 +424,15 @@ class ClusterRule:
     advice: str
     named: str = "missing"  # the rounds column of brokers the finding names
     controller: bool = False  # meaningful only with the whole cluster in one group
+    shown_by_some: bool = True  # the brokers that answered can prove it (a Σ or max above a threshold)
 
 
 CLUSTER_RULES = (
     ClusterRule("no-controller", "error", "controllers", "controllers", lambda v, _: v == 0,
                 "no broker reported itself active controller (Σ ActiveControllerCount = 0)",
                 "without a controller no leader can be elected and no ISR can change: check the controller quorum "
-                "(the brokers' ZooKeeper sessions, or the KRaft controllers) and the brokers' logs", controller=True),
+                "(the brokers' ZooKeeper sessions, or the KRaft controllers) and the brokers' logs", controller=True,
+                shown_by_some=False),
     ClusterRule("multiple-controllers", "error", "controllers", "controllers", lambda v, _: v >= 2,
                 "brokers reported themselves active controller at once",
                 "a stale controller (after a ZooKeeper session expiry or a network partition) can issue conflicting "
@@ -443,6 +463,7 @@ def group_cluster_findings(state: pd.DataFrame, isr: pd.DataFrame, *, follower_l
     group = state["group_name"].iloc[0]
     declared = set(state["instance"]) != {group}
     first_ts, last_ts = rounds["start"].to_numpy(), rounds["end"].to_numpy()
+    absent = rounds["absent"].map(len).to_numpy()
     base = {"kind": "kafka", "group_name": group, "instance": None, "flow": "isr"}
 
     def union(column: str, s: int, e: int) -> list[str]:
@@ -472,9 +493,13 @@ def group_cluster_findings(state: pd.DataFrame, isr: pd.DataFrame, *, follower_l
             return message, rule.advice, ",".join(named) or None
 
         flags = rule.holds(np.nan_to_num(values, nan=-1), follower_lag_messages)  # no broker answered: unknown, never a hit
+        # a round without any row of a broker (lost, or stamped into the next round): the count
+        # over the others is a lower bound, which can show "above" (under-replicated, two
+        # controllers) but never "none" (the absent broker may be the controller)
+        known = (absent == 0) | (flags if rule.shown_by_some else ~flags)
         threshold = follower_lag_messages if rule.code == "follower-lag" else None
         out += finding_rows(rule.code, rule.severity, base, first_ts, flags, values, unit=rule.unit, threshold=threshold,
-                            certainty=certainty, describe=describe, last_ts=last_ts, hole_s=hole_s)
+                            certainty=certainty, describe=describe, last_ts=last_ts, hole_s=hole_s, known=known)
     return contract_frame(out, REPLICATION_FINDINGS)
 
 
@@ -564,7 +589,8 @@ def _count(v: float) -> str:
 
 def readiness_findings_of(series: pd.DataFrame, *, stale_after_s: float, hole_s: float = math.inf) -> pd.DataFrame:
     """failover-readiness-* findings of ONE (replication, group, topic, partition) from its
-    failover_readiness rows: a run of rounds with that status (an unknown round ends a run)."""
+    failover_readiness rows: a run of rounds with that status; an unknown round is no observation
+    (a run goes on across it, beyond `hole_s` counted as unobserved)."""
     series = series.sort_values("ts", kind="stable").reset_index(drop=True)
     first = series.iloc[0]
     base = {"kind": "kafka", "group_name": first["group_name"], "instance": first["replication"], "flow": "failover-readiness",
@@ -584,7 +610,7 @@ def readiness_findings_of(series: pd.DataFrame, *, stale_after_s: float, hole_s:
             out += finding_rows(
                 code, severity, base, ts, flags, values, unit=unit,
                 threshold=stale_after_s if code == "failover-readiness-stale" else None, certainty=lambda s, e: "certain",
-                hole_s=hole_s, describe=lambda row, s, e, what=what, advice=advice: (
+                hole_s=hole_s, known=status != "unknown", describe=lambda row, s, e, what=what, advice=advice: (
                     f"{name}: {what(row['value_last'])} {_span(row)} — {details[e]}", advice, None))
     return contract_frame(out, REPLICATION_FINDINGS)
 

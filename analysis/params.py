@@ -83,7 +83,8 @@ def lag_params(cfg: Config) -> LagParams:
 
 def readiness_params(cfg: Config) -> ReadinessParams:
     fr = cfg.failover_readiness
-    return ReadinessParams(replications={r.name: r for r in fr.replications}, stale_after_s=fr.stale_after)
+    return ReadinessParams(replications={r.name: r for r in fr.replications}, stale_after_s=fr.stale_after,
+                           scrape_interval_s=cfg.scrape_interval)
 
 
 def cause_params(cfg: Config) -> CauseParams:

@@ -6,7 +6,8 @@ join of a round's facts is `replication_readiness` (pandas, run by `applyInPanda
 frames); `run_readiness` reads, calls, writes (overwrite: reruns give the same tables), and not at
 all when bronze_kafka, the config and this code are as at its last run.
 
-Per round (the replication's tick) and (group, partition of the primary's topic):
+Per round (the replication's tick: the answers stamped within half a scrape interval of the
+round's first) and (group, partition of the primary's topic):
 - committed: the group's offset on the primary, known when the primary's `committed` call answered
   for the group; translated: per `translation` — `synced` the group's offset on DR (MM2's
   sync.group.offsets, what a consumer that fails over really starts from), `checkpoint` the latest
@@ -37,11 +38,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from analysis.runs import contract_frame
+from analysis.runs import contract_frame, utc_ns
 from analysis.watermark import Watermark, fingerprint, pinned_read, read_watermark
 from collectors.kafka_offsets.parse import offset_facts
 from lakehouse.tables import FAILOVER_READINESS, KAFKA_OFFSETS
@@ -59,6 +61,7 @@ class ReadinessParams:
 
     replications: dict[str, Replication] = field(default_factory=dict)
     stale_after_s: float = 60.0
+    scrape_interval_s: float = 0.0  # the collector's tick; 0: a round is the answers of one stamp
 
 
 # --- bronze → silver -------------------------------------------------------------------------------------
@@ -205,13 +208,27 @@ def _judge(row: dict, p_ok: bool, p_why: str | None, t_known: bool, t_why: str |
     return "ready", f"translated from the {row['translated_from']}{note}"
 
 
+def round_starts(ts_ns: np.ndarray, interval_s: float) -> np.ndarray:
+    """Per sorted stamp, the stamp that opened its round: a round is the answers stamped within half
+    a scrape interval of its first (the collector stamps one tick's calls alike, but a recording
+    from another poller, or a loaded collector, stamps each answer as it comes)."""
+    out, opened = np.empty_like(ts_ns), None
+    half = int(interval_s * 1e9 / 2)
+    for i, t in enumerate(ts_ns):
+        if opened is None or t - opened > half:
+            opened = t
+        out[i] = opened
+    return out
+
+
 def replication_readiness(facts: pd.DataFrame, *, params: ReadinessParams) -> pd.DataFrame:
     """failover_readiness rows of ONE replication from all its kafka_offsets facts (module doc)."""
     if facts.empty or facts["replication"].iloc[0] not in params.replications:
         return contract_frame([], FAILOVER_READINESS)
     rep = params.replications[facts["replication"].iloc[0]]
     facts = facts.sort_values("ts", kind="stable")
-    rounds = [(ts, _Round(f, rep)) for ts, f in facts.groupby("ts", sort=True)]
+    tick = round_starts(utc_ns(facts["ts"]), params.scrape_interval_s)
+    rounds = [(f["ts"].iloc[0], _Round(f, rep)) for _, f in facts.groupby(tick, sort=True)]
     out, first_seen = [], {}
     for ts, rnd in rounds:
         for key in (*rnd.committed, *rnd.synced, *rnd.checkpoints):

@@ -1120,7 +1120,7 @@ REPLICATION_FINDINGS = TableContract(
         "`failover-readiness`, from gold failover_readiness; instance = the replication, client = the consumer "
         "group): `failover-readiness-lossy` (rounds in which the group would skip messages if it failed over), "
         "`failover-readiness-untranslated` (no translated offset on DR), `failover-readiness-stale` (the last "
-        "checkpoint older than failover_readiness.stale_after, for an older commit); an unknown round ends a run. "
+        "checkpoint older than failover_readiness.stale_after, for an older commit); an unknown round (the primary or DR did not answer) is no observation: a run goes on across it. "
         + _BOUNDS_DOC
     ),
     columns=(

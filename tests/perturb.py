@@ -22,7 +22,7 @@ def write(envelopes: list[dict], path: Path) -> Path:
     return path
 
 
-def _ts(env: dict) -> datetime:
+def ts(env: dict) -> datetime:
     return datetime.fromisoformat(env["ts"].replace("Z", "+00:00"))
 
 
@@ -34,7 +34,7 @@ def jitter(envelopes: list[dict], interval: float, seed: int) -> list[dict]:
     """Each answer stamped up to a third of the interval later, independently (a poller that asks
     the servers one after the other, a loaded collector)."""
     rng = random.Random(seed)
-    return [_with_ts(e, _ts(e) + timedelta(seconds=rng.uniform(0, interval / 3))) for e in envelopes]
+    return [_with_ts(e, ts(e) + timedelta(seconds=rng.uniform(0, interval / 3))) for e in envelopes]
 
 
 def drop(envelopes: list[dict], share: float, seed: int) -> list[dict]:
@@ -59,7 +59,7 @@ def drop(envelopes: list[dict], share: float, seed: int) -> list[dict]:
 def hole(envelopes: list[dict], target: str, start: datetime, seconds: float) -> list[dict]:
     """No row of `target` for `seconds` from `start` (a collector shard down, rows lost)."""
     end = start + timedelta(seconds=seconds)
-    return [e for e in envelopes if not (e["target"] == target and start <= _ts(e) < end)]
+    return [e for e in envelopes if not (e["target"] == target and start <= ts(e) < end)]
 
 
 def duplicate(envelopes: list[dict], share: float, seed: int) -> list[dict]:

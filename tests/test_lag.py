@@ -180,6 +180,23 @@ def test_controller_failover_capture():
     assert rows["follower-lag"]["threshold"] == 1000 and "did not answer" in rows["under-replicated"]["message"]
 
 
+@pytest.mark.parametrize("lost_s", [10, 45])  # a quiet round; a round inside the under-replicated run
+def test_a_round_without_a_brokers_row_neither_starts_nor_ends_a_finding(lost_s):
+    """A broker's row lost from a round (or stamped into the next one): the others' Σ is a lower
+    bound, so 0 there is no evidence of no controller, nor the end of an under-replicated run."""
+    facts, whole = kafka_cluster("kafka_controller_failover.jsonl.gz", ("kafka-1", "kafka-2", "kafka-3"), "prod-east")
+    state, isr = facts["broker_state"], facts["replication_stats"][facts["replication_stats"]["flow"] == "isr"]
+    at = T("2026-11-23 10:00:00") + pd.Timedelta(seconds=lost_s)
+    rows = isr[(isr["ts"] >= at) & (isr["ts"] < at + pd.Timedelta(seconds=1))]
+    carrier = rows.sort_values(["active_controllers", "under_replicated"], na_position="first").iloc[-1]
+    gone = lambda d: d[~((d["instance"] == carrier["instance"]) & (d["ts"] == carrier["ts"]))]  # noqa: E731
+    got = group_cluster_findings(gone(state)[["ts", "group_name", "instance", "reachable"]], gone(isr),
+                                 follower_lag_messages=1000)
+    assert len(gone(isr)) == len(isr) - 1
+    columns = ["code", "start_ts", "end_ts", "certainty"]
+    assert got[columns].sort_values("code").to_dict("records") == whole[columns].sort_values("code").to_dict("records")
+
+
 def test_two_controllers_capture():
     _, got = kafka_cluster("kafka_dual_controller.jsonl.gz", ("west-1", "west-2", "west-3"), "prod-west")
     (f,) = got.to_dict("records")

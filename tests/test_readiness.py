@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import struct
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd
@@ -180,6 +181,28 @@ def test_findings_are_runs_of_rounds_with_that_status():
     assert (stale["value_max"], stale["threshold"]) == (13.0, 10.0)
     assert (lossy["value_last"], lossy["severity"], lossy["client"], lossy["flow"]) == (10.0, "error", "g", "failover-readiness")
     assert "10 message(s) would be skipped" in lossy["message"] and lossy["instance"] == "orders-dr"
+
+
+def test_a_round_is_the_answers_of_one_tick_whatever_their_stamps():
+    """Another poller (or a loaded collector) stamps each answer as it comes: up to a third of the
+    interval apart, they still make one round, not six partial (unknown) ones."""
+    envs = [{**e, "ts": (T0 + timedelta(milliseconds=60 * i)).isoformat().replace("+00:00", "Z")}
+            for i, e in enumerate(round_envelopes(T0, {0: 30}, {0: 10}, None))]
+    (r,) = gold([envs], replace(params(), scrape_interval_s=1.0)).to_dict("records")
+    assert (r["status"], r["re_read"]) == ("ready", 20) and pd.Timestamp(r["ts"], tz="UTC") == T0
+    assert set(gold([envs])["status"]) == {"unknown"}  # by equal stamps alone: every round lacks an answer
+
+
+def test_an_unknown_round_does_not_end_a_run_but_a_hole_makes_it_possible():
+    at = lambda i: T0 + timedelta(seconds=i)  # noqa: E731
+    rounds = [round_envelopes(at(i), {0: 50}, {0: 80}, None) for i in (0, 1, 3)]
+    rounds.insert(2, round_envelopes(at(2), None, None, None, primary_error=(
+        "orders-dr: listing the consumer groups on primary (127.0.0.1:9092): no answer within the timeout (5s)")))
+    (lossy,) = readiness_findings_of(gold(rounds), stale_after_s=10.0).to_dict("records")
+    assert [pd.Timestamp(lossy[k], tz="UTC") for k in ("start_ts", "end_ts")] == [at(0), at(3)]
+    assert (lossy["certainty"], lossy["unobserved_s"]) == ("certain", 0.0)
+    (lossy,) = readiness_findings_of(gold(rounds), stale_after_s=10.0, hole_s=1.5).to_dict("records")
+    assert (lossy["certainty"], lossy["unobserved_s"]) == ("possible", 2.0)
 
 
 def test_undecodable_checkpoints_and_a_partial_read_are_said_in_the_answer():
