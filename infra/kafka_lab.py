@@ -268,6 +268,10 @@ class KafkaLab(LabProcesses):
             "broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500", "replica.lag.time.max.ms=5000",
             "num.network.threads=2", "num.io.threads=2", "num.replica.fetchers=1", "background.threads=2",
             "log.segment.bytes=16777216", "log.retention.check.interval.ms=60000",
+            # the log cleaner allocates its dedupe buffer (default 128 MiB) in one piece at start: half
+            # of the 256-MiB heap, so a node sometimes died of OutOfMemoryError in LogCleaner.startup
+            # (P10 loop, session 9). 8 MiB dedupes ~350 k keys per pass: plenty for __consumer_offsets here
+            "log.cleaner.dedupe.buffer.size=8388608",
         ]
         return "\n".join(lines) + "\n"
 

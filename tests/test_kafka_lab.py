@@ -39,6 +39,7 @@ def test_rendered_configuration(tmp_path):
     assert [v.split("@")[0] for v in voters] == ["1", "2", "3"]
     assert all(v.split("@")[1].startswith("127.0.0.1:") for v in voters)
     assert p1["listeners"].count("127.0.0.1") == 2 and p1["offsets.topic.replication.factor"] == "3"
+    assert int(p1["log.cleaner.dedupe.buffer.size"]) <= 16 * 2**20  # allocated whole at start, in a 256-MiB heap
     d1 = dict(line.split("=", 1) for line in lab._server_properties(lab.nodes["d1"]).splitlines())
     assert d1["controller.quorum.voters"].startswith("1@") and d1["offsets.topic.replication.factor"] == "1"
     mm2 = dict(line.split("=", 1) for line in lab._mm2_properties().splitlines())
