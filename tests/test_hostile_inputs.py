@@ -118,8 +118,20 @@ def _brokerscope(tmp_path: Path, targets: list[dict], *args: str, lakehouse: Pat
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def _signal_after(proc: subprocess.Popen, seconds: float, sig: int = signal.SIGTERM) -> tuple[str, str, float]:
-    """Let it scrape `seconds`, send `sig`; (stdout, stderr, seconds from the signal to the exit)."""
+def _until_scraping(stub, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Wait for the process's first request to the stub: its start (imports, config) took over 3 s
+    on a loaded machine, and a signal before that is a KeyboardInterrupt in an import."""
+    deadline = time.monotonic() + timeout
+    while not stub.seen:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"no scrape within {timeout:.0f} s of the start"
+        time.sleep(0.05)
+
+
+def _signal_after(stub, proc: subprocess.Popen, seconds: float, sig: int = signal.SIGTERM) -> tuple[str, str, float]:
+    """Let it scrape `seconds` from its first request, send `sig`; (stdout, stderr, seconds from the
+    signal to the exit)."""
+    _until_scraping(stub, proc)
     time.sleep(seconds)
     assert proc.poll() is None, proc.communicate()
     sent = time.monotonic()
@@ -136,7 +148,7 @@ def test_sigterm_lands_the_unflushed_batch_within_a_bound(tmp_path):
         targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"},
                    {"name": "amq-slow", "kind": "activemq", "url": stub.url("/slow"), "group": "g", "timeout": "20s"}]
         proc = _brokerscope(tmp_path, targets, "collect", "-q", "--record", str(tmp_path / "rec.jsonl"))
-        _out, err, stop_s = _signal_after(proc, 4.0)
+        _out, err, stop_s = _signal_after(stub, proc, 4.0)
     assert proc.returncode == 0, err
     assert "SIGTERM: stopping" in err
     keys = Lakehouse(tmp_path / "lh").read("bronze_jolokia").column("obs_key").to_pylist()
@@ -155,7 +167,7 @@ def test_sigterm_stops_brokerscope_run_promptly_beside_a_trickling_target(tmp_pa
         targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"},
                    {"name": "amq-slow", "kind": "activemq", "url": stub.url("/slow"), "group": "g", "timeout": "30s"}]
         proc = _brokerscope(tmp_path, targets, "run", "--no-metrics", "--no-analysis", interval="5s")
-        _out, err, stop_s = _signal_after(proc, 4.0)
+        _out, err, stop_s = _signal_after(stub, proc, 4.0)
     assert proc.returncode == 0, err
     rows = Lakehouse(tmp_path / "lh").read("bronze_jolokia").to_pylist()
     scrapes = {m.group(1): int(m.group(2)) for m in re.finditer(r"(amq-[a-z]+): (\d+) scrapes", err)}
@@ -173,9 +185,10 @@ def test_sigint_on_a_read_only_lakehouse_without_recording_spills_a_replayable_f
     with jolokia_stub({"/good": replay_route(activemq_items("amq-a"))}) as stub:
         targets = [{"name": "amq-a", "kind": "activemq", "url": stub.url("/good"), "group": "g"}]
         proc = _brokerscope(tmp_path, targets, "collect", "-q", lakehouse=tiny_fs / "lh")
-        time.sleep(2.0)
+        _until_scraping(stub, proc)
+        time.sleep(1.0)
         subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)
-        out, err, _stop_s = _signal_after(proc, 1.0, signal.SIGINT)
+        out, err, _stop_s = _signal_after(stub, proc, 1.0, signal.SIGINT)
     assert proc.returncode == 1, (out, err)
     spills = sorted(tmp_path.glob("brokerscope-spill-bronze_jolokia-*.jsonl"))
     assert len(spills) == 1, (out, err)
