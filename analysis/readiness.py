@@ -45,6 +45,7 @@ from pyspark.sql import DataFrame
 
 from analysis.runs import contract_frame, utc_ns
 from analysis.watermark import Watermark, fingerprint, pinned_read, read_watermark
+from analysis.zookeeper import round_ids
 from collectors.kafka_offsets.parse import offset_facts
 from lakehouse.tables import FAILOVER_READINESS, KAFKA_OFFSETS
 from settings import Replication
@@ -208,26 +209,14 @@ def _judge(row: dict, p_ok: bool, p_why: str | None, t_known: bool, t_why: str |
     return "ready", f"translated from the {row['translated_from']}{note}"
 
 
-def round_starts(ts_ns: np.ndarray, interval_s: float) -> np.ndarray:
-    """Per sorted stamp, the stamp that opened its round: a round is the answers stamped within half
-    a scrape interval of its first (the collector stamps one tick's calls alike, but a recording
-    from another poller, or a loaded collector, stamps each answer as it comes)."""
-    out, opened = np.empty_like(ts_ns), None
-    half = int(interval_s * 1e9 / 2)
-    for i, t in enumerate(ts_ns):
-        if opened is None or t - opened > half:
-            opened = t
-        out[i] = opened
-    return out
-
-
 def replication_readiness(facts: pd.DataFrame, *, params: ReadinessParams) -> pd.DataFrame:
     """failover_readiness rows of ONE replication from all its kafka_offsets facts (module doc)."""
     if facts.empty or facts["replication"].iloc[0] not in params.replications:
         return contract_frame([], FAILOVER_READINESS)
     rep = params.replications[facts["replication"].iloc[0]]
     facts = facts.sort_values("ts", kind="stable")
-    tick = round_starts(utc_ns(facts["ts"]), params.scrape_interval_s)
+    # a round: the answers within half a scrape interval of its first, whatever their stamps
+    tick = round_ids(utc_ns(facts["ts"]), None, np.timedelta64(int(params.scrape_interval_s * 1e9), "ns"))
     rounds = [(f["ts"].iloc[0], _Round(f, rep)) for _, f in facts.groupby(tick, sort=True)]
     out, first_seen = [], {}
     for ts, rnd in rounds:

@@ -215,18 +215,20 @@ def _epoch(r: dict) -> int:
     return -1 if v is None or pd.isna(v) else int(v)
 
 
-def round_ids(ts: np.ndarray, instance: np.ndarray, cadence: np.timedelta64) -> np.ndarray:
+def round_ids(ts: np.ndarray, instance: np.ndarray | None, cadence: np.timedelta64) -> np.ndarray:
     """Rows sorted by ts grouped into scrape rounds by time, whatever their individual stamps (a
     poller asks the servers one after the other): a round closes when a row comes more than half
-    a cadence after the round's first row, or from a server the round already has."""
+    a cadence after the round's first row, or from a server the round already has (`instance`
+    None: by time alone, for sources with many rows per answer)."""
     ids = np.zeros(len(ts), dtype=np.int64)
     current, first, seen = 0, None, set()
     for k in range(len(ts)):
-        if first is not None and (ts[k] - first > cadence / 2 or instance[k] in seen):
+        if first is not None and (ts[k] - first > cadence / 2 or (instance is not None and instance[k] in seen)):
             current, first, seen = current + 1, None, set()
         if first is None:
             first = ts[k]
-        seen.add(instance[k])
+        if instance is not None:
+            seen.add(instance[k])
         ids[k] = current
     return ids
 
