@@ -156,16 +156,21 @@ def browser():
 
 
 def wait_text(driver, css: str, contains: str = "", timeout: float = 30.0) -> str:
-    """The text of the first element matching css once it contains `contains`."""
+    """The text of the first element matching css once it contains `contains`. An element the page
+    replaced between finding and reading it (Dash re-renders, a link navigates) is looked up again."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     deadline, last = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
-        els = driver.find_elements(By.CSS_SELECTOR, css)
-        if els:
-            last = els[0].text
-            if contains in last:
-                return last
+        try:
+            els = driver.find_elements(By.CSS_SELECTOR, css)
+            if els:
+                last = els[0].text
+                if contains in last:
+                    return last
+        except StaleElementReferenceException:
+            pass
         time.sleep(0.1)
     raise AssertionError(f"{css!r} never showed {contains!r} within {timeout} s; last text: {last!r}")
 
