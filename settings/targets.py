@@ -108,6 +108,27 @@ class Target(Strict):
         return v.rstrip("/")
 
     @model_validator(mode="after")
+    def _broker_name_ok(self) -> "Target":
+        """The value goes into the ObjectNames the collector reads: one that cannot match (or makes
+        the bulk request malformed, failing every read of the target) is a config error, not a
+        silent empty scrape."""
+        v = self.broker_name
+        if v == "*":
+            return self
+        if not v.strip() or any(ord(c) < 32 or ord(c) == 127 for c in v):
+            raise ValueError("broker_name: empty or has control characters; use the name the broker's MBean "
+                             "shows, or '*' (any)")
+        if self.kind in ("kafka", "zookeeper"):
+            raise ValueError(f"broker_name has no meaning for kind {self.kind}: remove it")
+        if self.kind in ("activemq", "weblogic") and any(c in v for c in ',=:"\''):
+            # ActiveMQ registers brokerName with , : ' " turned into _ and = into &amp;
+            # (JMXSupport.encodeObjectNamePart); a WebLogic server name is a plain identifier
+            raise ValueError(f"broker_name {v!r}: , = : ' \" cannot appear in {self.kind}'s MBean names "
+                             "(ActiveMQ writes , : ' \" as _): copy the value as its Broker MBean shows it, "
+                             "or use '*' (any)")
+        return self
+
+    @model_validator(mode="after")
     def _auth_ok(self) -> "Target":
         if self.password_env and self.password_file:
             raise ValueError("set only one of password_env and password_file")

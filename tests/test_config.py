@@ -43,6 +43,29 @@ def test_errors_name_key_and_fix():
     assert "scrape_interval" in msg and "500ms" in msg
 
 
+@pytest.mark.parametrize("kind, name, says", [
+    ("activemq", "prod:east", "copy the value as its Broker MBean shows it"),
+    ("activemq", "a,b", "cannot appear in activemq's MBean names"),
+    ("weblogic", "ms=1", "cannot appear in weblogic's MBean names"),
+    ("artemis", "bad\x1b[31m", "control characters"),
+    ("artemis", " ", "empty"),
+    ("kafka", "p1", "no meaning for kind kafka"),
+    ("zookeeper", "zk1", "no meaning for kind zookeeper"),
+])
+def test_broker_name_that_cannot_match_is_rejected_at_load(kind, name, says):
+    url = "zk://127.0.0.1:2181" if kind == "zookeeper" else "http://x/jolokia"
+    with pytest.raises(ConfigError, match="targets\\[0\\].*broker_name") as e:
+        config_from_dict(good(targets=[{"name": "a", "kind": kind, "url": url, "broker_name": name}]), "cfg.yaml")
+    assert says in str(e.value) and "\x1b" not in str(e.value)
+
+
+@pytest.mark.parametrize("kind, name", [("activemq", "amq-east"), ("activemq", "amq-*"), ("artemis", "prod:east, 2"),
+                                        ("weblogic", "ms1"), ("kafka", "*")])
+def test_broker_names_the_brokers_can_register_load(kind, name):
+    cfg = config_from_dict(good(targets=[{"name": "a", "kind": kind, "url": "http://x/jolokia", "broker_name": name}]))
+    assert cfg.targets[0].broker_name == name
+
+
 def test_duplicate_names_rejected():
     t = {"name": "a", "kind": "activemq", "url": "http://x/j"}
     with pytest.raises(ConfigError, match="used twice"):
