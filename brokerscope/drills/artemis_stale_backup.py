@@ -1,0 +1,173 @@
+"""artemis-stale-backup-zk: a backup that fell behind must not activate. A real Artemis 2.40.0
+replication pair under the ZooKeeper lock manager (session 4 s, the 3-node ensemble collected too):
+
+1. SIGKILL the backup; the primary serves on alone and takes messages the backup never gets (the
+   drill reads the primary's `ActivationSequence` before and after: does the primary move the
+   coordinated sequence on when it loses its replica?);
+2. SIGKILL the primary: no broker is active;
+3. start the stale backup alone: with a local sequence behind the coordinated one it must not
+   activate — an outage an SRE must be told the cause of ("backup stale, cannot take over");
+4. start the primary again: it activates on its own journal, the backup resynchronizes.
+
+Truth: the drill's kill and start times, the drill's 20 Hz console probe (every role change of
+both brokers), the activation sequences read from each console, the brokers' own lines (the
+backup's "Not a candidate" / AMQ221024 / AMQ221007, the primary's AMQ221007).
+Bar: no failover and no split brain; the stale backup never in a role interval; the primary's
+return after the outage as its own `restart` event (last active within one scrape before the kill,
+first active again within one scrape of the probe); while the probe saw the stale backup answer as
+a backup, `zk.backup-stale` on it, first found within one scrape of that sighting.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from brokerscope.drills.artemis_kill import QUEUE, _zk_targets, hand_overs
+from brokerscope.drills.artemis_pause import RoleProbe, run_on_replication_pair, start_pair_collecting, wait_role_or_none
+from brokerscope.drills.common import Scorecard, describe_window, epoch, rows, say, settle
+from infra.artemis_lab import ArtemisPair, LabError, console_read, log_times, stomp_send
+
+NAME = "artemis-stale-backup-zk"
+SUMMARY = ("SIGKILL the Artemis backup, then the primary (ZooKeeper lock manager); start the stale backup alone: "
+           "it must not activate; start the primary: it serves again")
+PRIMARY, BACKUP = "art-a", "art-b"
+HOLD_S = 12.0  # how long the stale backup is left alone: several scrapes and three lock-manager sessions
+
+
+def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
+    return run_on_replication_pair(workdir, interval, keep, {"drill": NAME, "hold_s": HOLD_S},
+                                   lambda pair, zk, wd, t: _drive(pair, wd, interval, t, _zk_targets(zk, pair)),
+                                   fault_ts="backup_kill_ts", names=(PRIMARY, BACKUP))
+
+
+def activation_sequence(pair: ArtemisPair, name: str) -> int | None:
+    """The broker's own `ActivationSequence` from its console; None when it does not answer one."""
+    b = pair.brokers.get(name)
+    if b is None:
+        return None
+    try:
+        item = console_read(b.jolokia_url, pair.monitor_user, pair.monitor_password, pair.origin,
+                            attributes=("ActivationSequence",), timeout=1.0)
+    except (OSError, ValueError, LabError):
+        return None
+    values = [v for v in (item.get("value") or {}).values() if isinstance(v, dict)] if item.get("status") == 200 else []
+    seq = values[0].get("ActivationSequence") if len(values) == 1 else None
+    return seq if isinstance(seq, int) else None
+
+
+def _wait_sequence(pair: ArtemisPair, name: str, pred, timeout: float) -> tuple[int | None, float | None]:
+    """(sequence, when first seen) once pred(sequence) holds; (last seen, None) after `timeout`."""
+    deadline, seq = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        seq = activation_sequence(pair, name)
+        if seq is not None and pred(seq):
+            return seq, time.time()
+        time.sleep(0.1)
+    return seq, None
+
+
+def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, zk_targets: list[dict]) -> None:
+    col = start_pair_collecting(pair, workdir, interval, truth, zk_targets)
+    before = {n: activation_sequence(pair, n) for n in pair.names}
+    truth["sequences_before"] = before
+    with RoleProbe(pair) as probe:
+        truth["backup_kill_ts"] = time.time()
+        pair.kill(BACKUP)
+        say(f"SIGKILL {BACKUP} (the backup); {PRIMARY} serves alone")
+        seq, seen = _wait_sequence(pair, PRIMARY, lambda s: s > (before[PRIMARY] or 0), timeout=20)
+        truth["primary_sequence_after_backup_loss"], truth["primary_sequence_moved_ts"] = seq, seen
+        say(f"{PRIMARY}'s ActivationSequence {before[PRIMARY]} → {seq}")
+        truth["sent_while_unprotected"] = stomp_send(pair.brokers[PRIMARY].stomp_url, QUEUE,
+                                                     (f"u{i}" for i in range(10)), login="admin",
+                                                     passcode=pair.admin_password)
+        settle(interval, 4, 2.0)
+        truth["kill_ts"] = time.time()
+        truth["killed_pid"] = pair.kill(PRIMARY)
+        say(f"SIGKILL {PRIMARY} (the primary): no broker active")
+        settle(interval, 4, 2.0)
+        truth["stale_start_ts"] = time.time()
+        pair.start_broker(BACKUP)
+        say(f"started {BACKUP} alone (stale); it must not activate")
+        truth["stale_seen_as_backup_ts"] = wait_role_or_none(pair, BACKUP, "backup", timeout=60)
+        truth["stale_sequence"] = activation_sequence(pair, BACKUP)
+        time.sleep(HOLD_S)
+        truth["restart_ts"] = time.time()
+        pair.start_broker(PRIMARY)
+        truth["primary_back_seen_ts"] = wait_role_or_none(pair, PRIMARY, "active", timeout=120)
+        say(f"{PRIMARY} " + ("is active again" if truth["primary_back_seen_ts"] else "did not become active"))
+        target = activation_sequence(pair, PRIMARY)
+        truth["backup_sequence_after"], truth["backup_caught_up_ts"] = _wait_sequence(
+            pair, BACKUP, lambda s: target is not None and s >= target, timeout=60)
+        settle(interval, 4, 2.0)
+    truth["role_changes"] = {n: [[round(t, 3), r] for t, r in ch] for n, ch in probe.changes.items()}
+    truth["backup_ever_active"] = BACKUP in probe.first_active
+    truth["dual_active"] = bool(probe.both_active)
+    truth["sequences_after"] = {n: activation_sequence(pair, n) for n in pair.names}
+    truth["collector"] = col.stop().summary()
+    say(f"collector stopped: {truth['collector']}; sequences {truth['sequences_after']}")
+    _log_truth(pair, truth)
+
+
+#: each broker's own lines from the stale start on (first of each; None when absent)
+LINES = {
+    "backup_not_candidate": (BACKUP, r"Not a candidate"),
+    "backup_active": (BACKUP, r"AMQ221007"),
+    "backup_synchronized": (BACKUP, r"AMQ221024"),
+    "primary_active": (PRIMARY, r"AMQ221007"),
+    "primary_console": (PRIMARY, r"AMQ241002"),
+}
+
+
+def _log_truth(pair: ArtemisPair, truth: dict) -> None:
+    def first(name: str, pattern: str, since: float) -> float | None:
+        found = log_times(pair.broker_log(name), pattern, since)
+        return found[0][0] if found else None
+
+    truth["log_ts"] = {what: first(name, pattern, truth["stale_start_ts"]) for what, (name, pattern) in LINES.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# scoring
+# --------------------------------------------------------------------------------------------------
+
+
+def score(lh, truth: dict) -> Scorecard:
+    card = Scorecard(truth["drill"], truth["scrape_interval_s"])
+    card.require(not truth["backup_ever_active"], "Artemis activated the stale backup (probe): not this drill's case")
+    card.require(truth["primary_back_seen_ts"] is not None, "the restarted primary never became active (probe)")
+    failovers = rows(lh, "failover_events")
+    card.expect_none("failover", hand_overs(failovers),
+                     lambda e: f"{e['event_type']} {e['from_instance']} → {e['to_instance']} at {e['new_first_active']}")
+    card.expect_none("split brain", rows(lh, "split_brain_windows"), describe_window)
+    card.expect_none("stale backup active", [iv for iv in rows(lh, "role_intervals") if iv["instance"] == BACKUP],
+                     lambda iv: f"{iv['instance']} active from {iv['start_ts']}")
+    back = [e for e in failovers if e["event_type"] == "restart" and e["to_instance"] == PRIMARY]
+    if card.detect("the primary's return after the outage", len(back) == 1, f"no single restart of {PRIMARY} in {failovers}"):
+        e = back[0]
+        card.boundary("primary last active (vs kill)", epoch(e["old_last_active"]), truth["kill_ts"],
+                      lo=-(card.interval + 0.1), hi=0.0)
+        card.boundary("primary active again (vs the probe)", epoch(e["new_first_active"]), truth["primary_back_seen_ts"])
+        card.facts["outage, kill → primary active again (probe, s)"] = round(truth["primary_back_seen_ts"] - truth["kill_ts"], 3)
+        card.facts["reconstructed outage upper bound (s)"] = round(e["outage_upper_s"], 3)
+    _score_stale(card, lh, truth)
+    card.facts["ActivationSequence before / primary after losing its backup / stale backup / after"] = (
+        truth["sequences_before"], truth["primary_sequence_after_backup_loss"], truth["stale_sequence"],
+        truth["sequences_after"])
+    card.facts["brokers' lines (s after the stale start)"] = {
+        k: round(t - truth["stale_start_ts"], 3) for k, t in truth["log_ts"].items() if t is not None}
+    return card
+
+
+def _score_stale(card: Scorecard, lh, truth: dict) -> None:
+    """zk.backup-stale on the stale backup whenever the probe saw it answer as a backup; its first
+    observation within one scrape of the probe's first sighting."""
+    found = [z for z in rows(lh, "zk_findings") if z["code"] == "zk.backup-stale" and z["instance"] == BACKUP]
+    seen = truth["stale_seen_as_backup_ts"]
+    if seen is None:
+        card.facts["stale backup answered as a backup"] = False
+        return
+    if card.detect("stale backup (zk.backup-stale)", bool(found), "no zk.backup-stale on the stale backup"):
+        first = min(found, key=lambda z: z["start_ts"])
+        card.boundary("stale backup found (vs the probe's first sighting as backup)", epoch(first["start_ts"]), seen)
+        card.facts["zk.backup-stale"] = first["message"]
