@@ -13,7 +13,7 @@ The built-in pack (names are the `alertname` label; `alerts.rules` in the config
 | NoActiveInstance | critical | the latest state of every instance of a group (live, else silver broker_state within `lookback`) shows none active |
 | FailoverHappened | warning | a failover/failback (failover_events) happened within `failover_hold`; then it resolves itself |
 | UnprotectedLive | from finding | risk_findings `unprotected-live` is open |
-| StaleBackup | from finding | risk_findings `stale-backup` is open, or zk_findings `zk.backup-stale` is recent |
+| StaleBackup | from finding | risk_findings `stale-backup` is open, or zk_findings `zk.backup-stale` / `zk.backup-not-taking-over` is recent |
 | QuorumLost | critical | zk_quorum `lost` is open, zk_findings `zk.quorum-lost` is recent, or risk_findings `quorum-lost-pair` is open |
 | QuorumAtRisk | warning | the open zk_quorum interval is at bare majority, zk `zk.bare-majority` / `zk.ensemble-too-small` is recent, or risk `quorum-too-small` is open |
 | StuckMessages | from finding | a stuck_messages row is open (info rows only with `stuck_include_info`) |
@@ -294,7 +294,8 @@ def rule_unprotected_live(t: Tables, ctx: Context) -> list[Alert]:
 
 def rule_stale_backup(t: Tables, ctx: Context) -> list[Alert]:
     out = [_finding_alert("StaleBackup", r, "risk_findings", "warning") for r in _risk(t, ("stale-backup",))]
-    out += [_finding_alert("StaleBackup", r, "zk_findings", "warning") for r in _zk(t, ctx, ("zk.backup-stale",))]
+    out += [_finding_alert("StaleBackup", r, "zk_findings", "warning")
+            for r in _zk(t, ctx, ("zk.backup-stale", "zk.backup-not-taking-over"))]
     return out
 
 

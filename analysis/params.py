@@ -57,7 +57,9 @@ def zookeeper_params(cfg: Config) -> ZkParams:
         members[ensemble_of(t)] = members.get(ensemble_of(t), 0) + 1
     return ZkParams(targets={t.name: (t.kind, t.group) for t in cfg.targets}, members=members,
                     options={t.name: t.zookeeper for t in zk if t.zookeeper}, scrape_interval_s=cfg.scrape_interval,
-                    hole_s=cfg.hole_tolerance())
+                    hole_s=cfg.hole_tolerance(),
+                    session_s={t.name: cfg.gc_thresholds(t)["zk_session_ms"] / 1000 for t in cfg.targets
+                               if t.kind == "artemis"})
 
 
 def risk_params(cfg: Config) -> RiskParams:

@@ -47,6 +47,7 @@ class ZkParams:
     options: dict[str, ZkOptions] = field(default_factory=dict)  # zookeeper target → its `zookeeper:` options
     scrape_interval_s: float = 5.0
     hole_s: float = math.inf  # no answer from an ensemble for longer than this is a hole (unknown)
+    session_s: dict[str, float] = field(default_factory=dict)  # Artemis target → its lock-manager session-ms, in s
 
     def ensemble(self, target: str, stored: str | None) -> str:
         """The config wins over what was stored at collection time (a group can be declared later)."""
@@ -652,6 +653,45 @@ def sequence_checks(coord: DataFrame, state: DataFrame, max_age_s: float) -> Dat
     return behind.unionByName(stale)
 
 
+#: Artemis' default lock-manager session-ms (18 s), in seconds, for a target whose config does not say
+DEFAULT_SESSION_S = 18.0
+
+
+def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams) -> DataFrame:
+    """zk.backup-not-taking-over: while no broker held a NodeID's primary lock (a `zk.lease-count` 0
+    run), a backup of that NodeID's group was seen waiting (answered: backup, not active) and seen
+    waiting again more than its lock-manager session plus two scrapes later: it had the free lock
+    to take and did not. A backup without a synchronized replica cannot activate; Artemis 2.40.0
+    measured (drill artemis-stale-backup-zk): a stale backup logs "Not a candidate" and answers
+    Backup true with no NodeID and ActivationSequence -1, so `zk.backup-stale` cannot see it."""
+    free = (lock.where((F.col("code") == "zk.lease-count") & (F.col("value") == 0))
+            .select("ensemble", "group_name", "node_id", F.col("start_ts").alias("free_start"),
+                    F.col("end_ts").alias("free_end")))
+    waiting = (state.where((F.col("kind") == "artemis") & F.col("reachable") & (F.col("role") == "backup")
+                           & (F.col("active") == False))  # noqa: E712
+               .select("group_name", "instance", "ts"))
+    sessions = F.create_map(*[F.lit(x) for kv in params.session_s.items() for x in kv]) if params.session_s else None
+    session = F.coalesce(sessions[F.col("instance")], F.lit(DEFAULT_SESSION_S)) if sessions is not None \
+        else F.lit(DEFAULT_SESSION_S)
+    g = (free.join(waiting, "group_name").where(F.col("ts").between(F.col("free_start"), F.col("free_end")))
+         .groupBy("ensemble", "group_name", "node_id", "instance", "free_start", "free_end")
+         .agg(F.min("ts").alias("start"), F.max("ts").alias("end"), F.count("*").alias("n"))
+         .withColumn("bar", session + 2 * params.scrape_interval_s)
+         .withColumn("waited", (F.unix_micros("end") - F.unix_micros("start")) / 1e6)
+         .where(F.col("waited") > F.col("bar")))
+    msg = F.format_string(
+        "backup %s was seen waiting from %s to %s (%d scrapes) while no broker held the primary lock of NodeID %s: "
+        "it did not take the free lock within its %.1f-s session — a backup without a synchronized replica "
+        "(stale: its activation sequence behind the coordinated one) cannot activate",
+        F.col("instance"), F.date_format("start", "HH:mm:ss.S"), F.date_format("end", "HH:mm:ss.S"), F.col("n"),
+        F.col("node_id"), F.col("bar") - 2 * params.scrape_interval_s)
+    advice = ("start the broker with the latest journal (the last primary): the backup resynchronizes from it; "
+              "forcing the stale backup active (`artemis activation set`) loses what it missed")
+    return g.select(*_finding_cols("zk.backup-not-taking-over", "error", F.col("ensemble"), F.col("group_name"),
+                                   F.col("instance"), F.col("node_id"), F.col("start"), F.col("end"), F.col("n"),
+                                   F.col("waited"), F.col("bar"), "s", msg, advice, F.lit(None).cast("string")))
+
+
 def broker_groups(coord_findings: DataFrame, state: DataFrame) -> DataFrame:
     """Coordination findings carry the NodeID as group; use the brokers' group for it where known."""
     groups = (state.where(F.col("node_id").isNotNull())
@@ -729,6 +769,7 @@ def run_zookeeper(slh, params: ZkParams, progress=None) -> dict[str, int]:
              .unionByName(spikes(states, params))
              .unionByName(lock)
              .unionByName(sequence_checks(coord, broker_state, max_age_s=max(3 * params.scrape_interval_s, 10.0)))
+             .unionByName(backups_not_taking_over(lock, broker_state, params))
              .unionByName(gc_links(slh.read("gc_findings"), lock, slh.read("zk_elections"), broker_state, states,
                                    slack_s=2 * params.scrape_interval_s)))
     counts["zk_findings"] = slh.write("zk_findings", found)

@@ -848,7 +848,8 @@ ZK_FINDINGS = TableContract(
         "`zk.ensemble-too-small` (fewer than 3 voters), `zk.bare-majority` (one more loss loses "
         "quorum), `zk.latency-spike`, `zk.outstanding-spike`. Artemis coordination (joined with "
         "broker_state): `zk.lease-count` (≠ 1), `zk.sequence-claim-lingering`, "
-        "`zk.active-sequence-behind`, `zk.backup-stale`, `zk.lock-handover`, `zk.lease-vanished`. "
+        "`zk.active-sequence-behind`, `zk.backup-stale`, `zk.backup-not-taking-over` (a backup seen "
+        "waiting for longer than its session while the lock was free), `zk.lock-handover`, `zk.lease-vanished`. "
         "GC (joined with gc_findings): `zk.gc-pause-lost-lease`, `zk.gc-pause-election`."
     ),
     columns=(

@@ -25,6 +25,9 @@ drill's own ground truth:
     tests/fixtures/artemis/drill_replication_restart_split_brain.*  classic replication, the primary
         without check-for-active-server restarted after the failover: it comes back active — a real
         split brain, ended by SIGKILL
+    tests/fixtures/artemis/drill_replication_zk_stale_backup.*  the lock-manager pair, SIGKILL of the
+        backup, then of the primary; the stale backup started alone refuses to activate
+        (brokerscope.drills.artemis_stale_backup); the primary's restart ends the outage
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from brokerscope.drills import artemis_clients, artemis_link_cut, artemis_pause, artemis_restart, artemis_zk_quorum
+from brokerscope.drills import (
+    artemis_clients,
+    artemis_link_cut,
+    artemis_pause,
+    artemis_restart,
+    artemis_stale_backup,
+    artemis_zk_quorum,
+)
 from brokerscope.drills.common import epoch
 from brokerscope.timeline import STATE_COLUMNS, build_timeline
 from dashboards.data import Gold, load_incident
@@ -220,3 +230,27 @@ def test_replayed_core_clients_failover_is_measured_as_a_client_shift(tmp_path_f
     (incident,) = [i for i in lh.read("incidents").to_pylist() if i["has_failover"]]
     sentences = dict(window_sentences(load_incident(Gold(lh, fresh_s=0), incident["incident_id"])))
     assert "clients: 2 connection(s) (50% of 4) on art-b" in sentences["failover"]
+
+
+def test_replayed_stale_backup_refuses_and_the_outage_names_it(tmp_path_factory, spark):
+    """The backup killed, the primary serving alone (it moves the activation sequence on at once),
+    then killed: the stale backup started alone logs "Not a candidate" and waits — with no NodeID and
+    ActivationSequence -1 on its console, so only ZooKeeper's free lock beside a waiting backup
+    shows it. No failover, no split brain; the primary's return is its own restart; the outage's
+    incident carries `zk.backup-not-taking-over` on the stale backup."""
+    truth = json.loads((FIX / "drill_replication_zk_stale_backup.truth.json").read_text())
+    lh = replayed("drill_replication_zk_stale_backup", tmp_path_factory.mktemp("artemis-stale"), spark)
+    card = assert_passed(artemis_stale_backup.score(lh, truth))
+    print("\n" + card.render())
+    assert truth["primary_sequence_after_backup_loss"] == truth["sequences_before"]["art-a"] + 1
+    assert truth["stale_sequence"] == -1 and not truth["backup_ever_active"]
+    assert card.facts["stale backup reported (ActivationSequence, NodeID)"] == [(None, None)]
+    zk = lh.read("zk_findings").to_pylist()
+    assert not [f for f in zk if f["code"] in ("zk.backup-stale", "zk.active-sequence-behind")]
+    (stale,) = [f for f in zk if f["code"] == "zk.backup-not-taking-over"]
+    assert stale["severity"] == "error" and stale["threshold"] == 4.0 + 2 * truth["scrape_interval_s"]
+    assert "start the broker with the latest journal" in stale["advice"]
+    (incident,) = lh.read("incidents").to_pylist()  # the outage: the primary's restart and why nobody took over
+    assert incident["title"].startswith("zk.backup-not-taking-over") and incident["severity"] == "error"
+    assert {e["code"] for e in lh.read("incident_evidence").to_pylist()} >= {"restart", "zk.backup-not-taking-over",
+                                                                              "zk.lease-count"}

@@ -13,9 +13,18 @@ Truth: the drill's kill and start times, the drill's 20 Hz console probe (every 
 both brokers), the activation sequences read from each console, the brokers' own lines (the
 backup's "Not a candidate" / AMQ221024 / AMQ221007, the primary's AMQ221007).
 Bar: no failover and no split brain; the stale backup never in a role interval; the primary's
-return after the outage as its own `restart` event (last active within one scrape before the kill,
-first active again within one scrape of the probe); while the probe saw the stale backup answer as
-a backup, `zk.backup-stale` on it, first found within one scrape of that sighting.
+return after the outage as its own `restart` event (last active within one scrape before the kill;
+first active again from its AMQ221007 to one scrape after its console is up); the stale backup,
+seen waiting while the lock was free for longer than its session, as `zk.backup-not-taking-over`
+(first seen from its "Not a candidate" line to one scrape after its console is up), in the
+outage's incident.
+
+Measured (Artemis 2.40.0, idle 2 cores): the primary moved its ActivationSequence 1 → 2 0.13 s after
+losing its backup; the stale backup logged "Not a candidate … local activation sequence 1 does not
+match coordinated activation sequence 2" 5.5 s after its start and answered Backup true with NO
+NodeID and ActivationSequence -1 (so `stale-backup` and `zk.backup-stale`, written from the source,
+cannot fire on it: docs/ARTEMIS_LAB.md fact 28); the restarted primary activated on its own journal
+and both ended on sequence 3.
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ from pathlib import Path
 
 from brokerscope.drills.artemis_kill import QUEUE, _zk_targets, hand_overs
 from brokerscope.drills.artemis_pause import RoleProbe, run_on_replication_pair, start_pair_collecting, wait_role_or_none
-from brokerscope.drills.common import Scorecard, describe_window, epoch, rows, say, settle
+from brokerscope.drills.common import SLACK_S, Scorecard, describe_window, epoch, rows, say, settle
+from collectors.scraper import scrape_timeout
 from infra.artemis_lab import ArtemisPair, LabError, console_read, log_times, stomp_send
 
 NAME = "artemis-stale-backup-zk"
@@ -114,6 +124,7 @@ LINES = {
     "backup_not_candidate": (BACKUP, r"Not a candidate"),
     "backup_active": (BACKUP, r"AMQ221007"),
     "backup_synchronized": (BACKUP, r"AMQ221024"),
+    "backup_console": (BACKUP, r"AMQ241002"),
     "primary_active": (PRIMARY, r"AMQ221007"),
     "primary_console": (PRIMARY, r"AMQ241002"),
 }
@@ -144,11 +155,13 @@ def score(lh, truth: dict) -> Scorecard:
                      lambda iv: f"{iv['instance']} active from {iv['start_ts']}")
     back = [e for e in failovers if e["event_type"] == "restart" and e["to_instance"] == PRIMARY]
     if card.detect("the primary's return after the outage", len(back) == 1, f"no single restart of {PRIMARY} in {failovers}"):
-        e = back[0]
+        e, logs = back[0], truth["log_ts"]
         card.boundary("primary last active (vs kill)", epoch(e["old_last_active"]), truth["kill_ts"],
                       lo=-(card.interval + 0.1), hi=0.0)
-        card.boundary("primary active again (vs the probe)", epoch(e["new_first_active"]), truth["primary_back_seen_ts"])
-        card.facts["outage, kill → primary active again (probe, s)"] = round(truth["primary_back_seen_ts"] - truth["kill_ts"], 3)
+        active = logs["primary_active"] or truth["primary_back_seen_ts"]
+        _seen_from_console(card, "primary active again (vs its AMQ221007)", epoch(e["new_first_active"]), active,
+                           logs["primary_console"])
+        card.facts["outage, kill → primary active again (AMQ221007, s)"] = round(active - truth["kill_ts"], 3)
         card.facts["reconstructed outage upper bound (s)"] = round(e["outage_upper_s"], 3)
     _score_stale(card, lh, truth)
     card.facts["ActivationSequence before / primary after losing its backup / stale backup / after"] = (
@@ -159,15 +172,32 @@ def score(lh, truth: dict) -> Scorecard:
     return card
 
 
+def _seen_from_console(card: Scorecard, what: str, observed: float | None, since: float, console: float | None) -> None:
+    """A state a broker reaches before its console (its Jolokia) is up: seen from `since` on, and no later
+    than one scrape after the console's AMQ241002 line — one scrape being the longest a scrape takes
+    (a console that accepts but does not answer yet runs a scrape to its timeout)."""
+    console = max(since, console or since)
+    one_scrape = max(card.interval, scrape_timeout(float("inf"), card.interval))
+    card.boundary(what, observed, since, lo=-0.1, hi=(console - since) + one_scrape + SLACK_S)
+
+
 def _score_stale(card: Scorecard, lh, truth: dict) -> None:
-    """zk.backup-stale on the stale backup whenever the probe saw it answer as a backup; its first
-    observation within one scrape of the probe's first sighting."""
-    found = [z for z in rows(lh, "zk_findings") if z["code"] == "zk.backup-stale" and z["instance"] == BACKUP]
-    seen = truth["stale_seen_as_backup_ts"]
-    if seen is None:
-        card.facts["stale backup answered as a backup"] = False
+    """The stale backup waiting while the lock was free: `zk.backup-not-taking-over` on it, first seen
+    waiting between its "Not a candidate" line and one scrape after its console came up. (What
+    `zk.backup-stale` and `stale-backup` would need — the backup's own ActivationSequence — a real
+    2.40.0 stale backup does not report: -1, and no NodeID.)"""
+    found = [z for z in rows(lh, "zk_findings") if z["code"] == "zk.backup-not-taking-over" and z["instance"] == BACKUP]
+    waiting = truth["log_ts"]["backup_not_candidate"]
+    if not card.require(waiting is not None, "the backup never logged 'Not a candidate': not a stale backup"):
         return
-    if card.detect("stale backup (zk.backup-stale)", bool(found), "no zk.backup-stale on the stale backup"):
-        first = min(found, key=lambda z: z["start_ts"])
-        card.boundary("stale backup found (vs the probe's first sighting as backup)", epoch(first["start_ts"]), seen)
-        card.facts["zk.backup-stale"] = first["message"]
+    if card.detect("stale backup not taking over (zk.backup-not-taking-over)", len(found) == 1,
+                   f"{len(found)} zk.backup-not-taking-over findings on {BACKUP}"):
+        _seen_from_console(card, "stale backup first seen waiting (vs 'Not a candidate')", epoch(found[0]["start_ts"]),
+                           waiting, truth["log_ts"]["backup_console"])
+        card.facts["zk.backup-not-taking-over"] = found[0]["message"]
+        evidence = [e for e in rows(lh, "incident_evidence") if e["source_id"] == found[0]["finding_id"]]
+        card.detect("in the outage's incident", bool(evidence), "the finding is in no incident")
+    card.facts["stale backup reported (ActivationSequence, NodeID)"] = sorted(
+        {(s["activation_sequence"], s["node_id"]) for s in rows(lh, "broker_state")
+         if s["instance"] == BACKUP and s["role"] == "backup" and epoch(s["ts"]) >= truth["stale_start_ts"]
+         and epoch(s["ts"]) < truth["restart_ts"]}, key=str)
