@@ -668,7 +668,7 @@ def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams)
             .select("ensemble", "group_name", "node_id", F.col("start_ts").alias("free_start"),
                     F.col("end_ts").alias("free_end")))
     waiting = (state.where((F.col("kind") == "artemis") & F.col("reachable") & (F.col("role") == "backup")
-                           & (F.col("active") == False))  # noqa: E712
+                           & (F.col("active") == False))
                .select("group_name", "instance", "ts"))
     sessions = F.create_map(*[F.lit(x) for kv in params.session_s.items() for x in kv]) if params.session_s else None
     session = F.coalesce(sessions[F.col("instance")], F.lit(DEFAULT_SESSION_S)) if sessions is not None \

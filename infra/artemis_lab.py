@@ -138,6 +138,16 @@ def log_times(log: Path, pattern: str, since: float = 0.0) -> list[tuple[float, 
     return matching_lines(log, _LOG_LINE, pattern, since)
 
 
+def first_log_times(pair: ArtemisPair, lines: dict[str, tuple[str, str]], since: float) -> dict[str, float | None]:
+    """{what: epoch of the first line of broker `name` matching `pattern` at or after `since`, None when
+    absent} for lines = {what: (name, pattern)}."""
+    out: dict[str, float | None] = {}
+    for what, (name, pattern) in lines.items():
+        found = log_times(pair.broker_log(name), pattern, since)
+        out[what] = found[0][0] if found else None
+    return out
+
+
 def stomp_send(url: str, destination: str, bodies, *, login: str, passcode: str, timeout: float = 5.0) -> int:
     """Persistent text messages to an anycast ``destination`` over STOMP 1.2 with a login (the lab's
     brokers require one); each SEND waits for its RECEIPT. Returns the number sent."""

@@ -108,7 +108,7 @@ class Target(Strict):
         return v.rstrip("/")
 
     @model_validator(mode="after")
-    def _broker_name_ok(self) -> "Target":
+    def _broker_name_ok(self) -> Target:
         """The value goes into the ObjectNames the collector reads: one that cannot match (or makes
         the bulk request malformed, failing every read of the target) is a config error, not a
         silent empty scrape."""

@@ -60,7 +60,7 @@ from brokerscope.drills.artemis_pause import (
     wait_role_or_none,
 )
 from brokerscope.drills.common import Scorecard, describe_window, epoch, rows, say, settle
-from infra.artemis_lab import ArtemisPair, log_times, stomp_send
+from infra.artemis_lab import ArtemisPair, first_log_times, stomp_send
 
 NAME = "artemis-restart-zk"
 SUMMARY = "SIGKILL the Artemis replication primary, restart it: passive again (lock manager) or split brain (classic)"
@@ -152,13 +152,8 @@ RESTART_LINES = {
 
 def _restart_log_truth(pair: ArtemisPair, truth: dict) -> None:
     """Log times after the restart (and the backup's vote line after the kill), None when absent."""
-    def first(name: str, pattern: str, since: float) -> float | None:
-        found = log_times(pair.broker_log(name), pattern, since)
-        return found[0][0] if found else None
-
-    truth["restart_log_ts"] = {what: first(name, pattern, truth["restart_ts"])
-                               for what, (name, pattern) in RESTART_LINES.items()}
-    truth["backup_vote_log_ts"] = first(BACKUP, r"AMQ221083|AMQ221071", truth["kill_ts"])
+    truth["restart_log_ts"] = first_log_times(pair, RESTART_LINES, truth["restart_ts"])
+    truth["backup_vote_log_ts"] = first_log_times(pair, {"vote": (BACKUP, r"AMQ221083|AMQ221071")}, truth["kill_ts"])["vote"]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -33,10 +33,15 @@ import time
 from pathlib import Path
 
 from brokerscope.drills.artemis_kill import QUEUE, _zk_targets, hand_overs
-from brokerscope.drills.artemis_pause import RoleProbe, run_on_replication_pair, start_pair_collecting, wait_role_or_none
+from brokerscope.drills.artemis_pause import (
+    RoleProbe,
+    run_on_replication_pair,
+    start_pair_collecting,
+    wait_role_or_none,
+)
 from brokerscope.drills.common import SLACK_S, Scorecard, describe_window, epoch, rows, say, settle
 from collectors.scraper import scrape_timeout
-from infra.artemis_lab import ArtemisPair, LabError, console_read, log_times, stomp_send
+from infra.artemis_lab import ArtemisPair, LabError, console_read, first_log_times, stomp_send
 
 NAME = "artemis-stale-backup-zk"
 SUMMARY = ("SIGKILL the Artemis backup, then the primary (ZooKeeper lock manager); start the stale backup alone: "
@@ -116,7 +121,7 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, zk_ta
     truth["sequences_after"] = {n: activation_sequence(pair, n) for n in pair.names}
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}; sequences {truth['sequences_after']}")
-    _log_truth(pair, truth)
+    truth["log_ts"] = first_log_times(pair, LINES, truth["stale_start_ts"])
 
 
 #: each broker's own lines from the stale start on (first of each; None when absent)
@@ -128,14 +133,6 @@ LINES = {
     "primary_active": (PRIMARY, r"AMQ221007"),
     "primary_console": (PRIMARY, r"AMQ241002"),
 }
-
-
-def _log_truth(pair: ArtemisPair, truth: dict) -> None:
-    def first(name: str, pattern: str, since: float) -> float | None:
-        found = log_times(pair.broker_log(name), pattern, since)
-        return found[0][0] if found else None
-
-    truth["log_ts"] = {what: first(name, pattern, truth["stale_start_ts"]) for what, (name, pattern) in LINES.items()}
 
 
 # --------------------------------------------------------------------------------------------------
