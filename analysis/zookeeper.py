@@ -685,7 +685,8 @@ def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams)
         "(stale: its activation sequence behind the coordinated one) cannot activate",
         F.col("instance"), F.date_format("start", "HH:mm:ss.S"), F.date_format("end", "HH:mm:ss.S"), F.col("n"),
         F.col("node_id"), F.col("bar") - 2 * params.scrape_interval_s)
-    advice = ("start the broker with the latest journal (the last primary): the backup resynchronizes from it; "
+    advice = ("its log says \"Not a candidate … local activation sequence … does not match\" when it is stale; "
+              "start the broker with the latest journal (the last primary): the backup resynchronizes from it; "
               "forcing the stale backup active (`artemis activation set`) loses what it missed")
     return g.select(*_finding_cols("zk.backup-not-taking-over", "error", F.col("ensemble"), F.col("group_name"),
                                    F.col("instance"), F.col("node_id"), F.col("start"), F.col("end"), F.col("n"),
