@@ -39,7 +39,7 @@ from brokerscope.drills.artemis_pause import (
     start_pair_collecting,
     wait_role_or_none,
 )
-from brokerscope.drills.common import SLACK_S, Scorecard, describe_window, epoch, rows, say, settle
+from brokerscope.drills.common import SLACK_S, Scorecard, describe_window, epoch, rows, say, scrape_end, settle
 from collectors.scraper import scrape_timeout
 from infra.artemis_lab import ArtemisPair, LabError, console_read, first_log_times, stomp_send
 
@@ -144,7 +144,7 @@ def score(lh, truth: dict) -> Scorecard:
     card = Scorecard(truth["drill"], truth["scrape_interval_s"])
     card.require(not truth["backup_ever_active"], "Artemis activated the stale backup (probe): not this drill's case")
     card.require(truth["primary_back_seen_ts"] is not None, "the restarted primary never became active (probe)")
-    failovers = rows(lh, "failover_events")
+    failovers, states = rows(lh, "failover_events"), rows(lh, "broker_state")
     card.expect_none("failover", hand_overs(failovers),
                      lambda e: f"{e['event_type']} {e['from_instance']} → {e['to_instance']} at {e['new_first_active']}")
     card.expect_none("split brain", rows(lh, "split_brain_windows"), describe_window)
@@ -156,8 +156,8 @@ def score(lh, truth: dict) -> Scorecard:
         card.boundary("primary last active (vs kill)", epoch(e["old_last_active"]), truth["kill_ts"],
                       lo=-(card.interval + 0.1), hi=0.0)
         active = logs["primary_active"] or truth["primary_back_seen_ts"]
-        _seen_from_console(card, "primary active again (vs its AMQ221007)", epoch(e["new_first_active"]), active,
-                           logs["primary_console"])
+        _seen_from_console(card, "primary active again (vs its AMQ221007)",
+                           scrape_end(epoch(e["new_first_active"]), PRIMARY, states), active, logs["primary_console"])
         card.facts["outage, kill → primary active again (AMQ221007, s)"] = round(active - truth["kill_ts"], 3)
         card.facts["reconstructed outage upper bound (s)"] = round(e["outage_upper_s"], 3)
     _score_stale(card, lh, truth)
@@ -169,13 +169,14 @@ def score(lh, truth: dict) -> Scorecard:
     return card
 
 
-def _seen_from_console(card: Scorecard, what: str, observed: float | None, since: float, console: float | None) -> None:
-    """A state a broker reaches before its console (its Jolokia) is up: seen from `since` on, and no later
-    than one scrape after the console's AMQ241002 line — one scrape being the longest a scrape takes
-    (a console that accepts but does not answer yet runs a scrape to its timeout)."""
+def _seen_from_console(card: Scorecard, what: str, answered: float | None, since: float, console: float | None) -> None:
+    """A state a broker reaches before its console (its Jolokia) is up, first seen by a scrape that
+    ANSWERED (`scrape_end`: a scrape sent just before the console logged AMQ241002 is answered once
+    it is) from `since` on, and no later than one scrape after that line — one scrape being the
+    longest a scrape takes (a console that accepts but does not answer yet runs it to its timeout)."""
     console = max(since, console or since)
     one_scrape = max(card.interval, scrape_timeout(float("inf"), card.interval))
-    card.boundary(what, observed, since, lo=-0.1, hi=(console - since) + one_scrape + SLACK_S)
+    card.boundary(what, answered, since, lo=-0.1, hi=(console - since) + one_scrape + SLACK_S)
 
 
 def _score_stale(card: Scorecard, lh, truth: dict) -> None:
@@ -189,8 +190,9 @@ def _score_stale(card: Scorecard, lh, truth: dict) -> None:
         return
     if card.detect("stale backup not taking over (zk.backup-not-taking-over)", len(found) == 1,
                    f"{len(found)} zk.backup-not-taking-over findings on {BACKUP}"):
-        _seen_from_console(card, "stale backup first seen waiting (vs 'Not a candidate')", epoch(found[0]["start_ts"]),
-                           waiting, truth["log_ts"]["backup_console"])
+        _seen_from_console(card, "stale backup first seen waiting (vs 'Not a candidate')",
+                           scrape_end(epoch(found[0]["start_ts"]), BACKUP, rows(lh, "broker_state")), waiting,
+                           truth["log_ts"]["backup_console"])
         card.facts["zk.backup-not-taking-over"] = found[0]["message"]
         evidence = [e for e in rows(lh, "incident_evidence") if e["source_id"] == found[0]["finding_id"]]
         card.detect("in the outage's incident", bool(evidence), "the finding is in no incident")

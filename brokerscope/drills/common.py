@@ -117,6 +117,15 @@ def activemq_log(pair, name: str) -> Path:
     return pair.workdir / name / "activemq.log"
 
 
+def scrape_end(ts: float, instance: str, states: list[dict] | None) -> float:
+    """When the scrape of `instance` stamped `ts` ended (its broker_state row's `scrape_ms` after the
+    stamp): the stamp is when the request was sent, its answer tells the state when it came back. A
+    scrape in flight at a kill is unanswered though sent before it (27 ms after, P10 loop); one sent
+    before a console logged it was up is answered once it is (0.55 s, drill artemis-stale-backup-zk)."""
+    ms = next((r["scrape_ms"] for r in states or () if r["instance"] == instance and abs(epoch(r["ts"]) - ts) < 1e-3), None)
+    return ts + (ms or 0.0) / 1000
+
+
 def first_log_time(log: Path, pattern: str, since: float = 0.0) -> float | None:
     found = log_times(log, pattern, since)
     return found[0] if found else None

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from brokerscope.drills.common import (QUEUE, Scorecard, activemq_log, activemq_targets, describe_window, epoch,
-                                       first_log_time, fresh_workdir, master_and_slave, rows, say, settle,
+                                       first_log_time, fresh_workdir, master_and_slave, rows, say, scrape_end, settle,
                                        start_collecting, write_truth)
 from infra.lab import ActiveMQPair, stomp_send
 
@@ -79,13 +79,6 @@ def restart_as_slave(pair, truth: dict) -> None:
 def score(lh, truth: dict) -> Scorecard:
     return score_tables(rows(lh, "failover_events"), rows(lh, "role_intervals"), rows(lh, "split_brain_windows"), truth,
                         states=rows(lh, "broker_state"))
-
-
-def scrape_end(ts: float, instance: str, states: list[dict] | None) -> float:
-    """When the scrape of `instance` stamped `ts` ended: the stamp is when it was sent, and a scrape
-    in flight at the kill is unanswered though sent before it (one ended 27 ms after it, P10 loop)."""
-    ms = next((r["scrape_ms"] for r in states or () if r["instance"] == instance and abs(epoch(r["ts"]) - ts) < 1e-3), None)
-    return ts + (ms or 0.0) / 1000
 
 
 def score_tables(failovers: list[dict], intervals: list[dict], split_brain: list[dict], truth: dict,
