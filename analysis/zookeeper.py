@@ -30,7 +30,7 @@ from analysis.frames import typed_frame
 from collectors.jolokia import error_kind_of
 from collectors.zookeeper.parse import SERVING_STATES, coordination_rows, server_state_row
 from lakehouse.tables import ZK_COORDINATION, ZK_ELECTIONS, ZK_FINDINGS, ZK_QUORUM, ZK_SERVER_STATE
-from settings import ZkOptions
+from settings import GcSettings, ZkOptions
 
 SOURCES_SERVER = ("zk.4lw", "zk.admin")
 LEASE_EVENT_CODES = ("zk.lease-vanished", "zk.lock-handover")
@@ -653,10 +653,6 @@ def sequence_checks(coord: DataFrame, state: DataFrame, max_age_s: float) -> Dat
     return behind.unionByName(stale)
 
 
-#: Artemis' default lock-manager session-ms (18 s), in seconds, for a target whose config does not say
-DEFAULT_SESSION_S = 18.0
-
-
 def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams) -> DataFrame:
     """zk.backup-not-taking-over: while no broker held a NodeID's primary lock (a `zk.lease-count` 0
     run), a backup of that NodeID's group was seen waiting (answered: backup, not active) and seen
@@ -670,9 +666,10 @@ def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams)
     waiting = (state.where((F.col("kind") == "artemis") & F.col("reachable") & (F.col("role") == "backup")
                            & (F.col("active") == False))
                .select("group_name", "instance", "ts"))
-    sessions = F.create_map(*[F.lit(x) for kv in params.session_s.items() for x in kv]) if params.session_s else None
-    session = F.coalesce(sessions[F.col("instance")], F.lit(DEFAULT_SESSION_S)) if sessions is not None \
-        else F.lit(DEFAULT_SESSION_S)
+    # the configured session of each Artemis target (params), else the settings' default (18 s)
+    default = F.lit(GcSettings().zk_session_ms / 1000)
+    session = (F.coalesce(F.create_map(*[F.lit(x) for kv in params.session_s.items() for x in kv])[F.col("instance")],
+                          default) if params.session_s else default)
     g = (free.join(waiting, "group_name").where(F.col("ts").between(F.col("free_start"), F.col("free_end")))
          .groupBy("ensemble", "group_name", "node_id", "instance", "free_start", "free_end")
          .agg(F.min("ts").alias("start"), F.max("ts").alias("end"), F.count("*").alias("n"))

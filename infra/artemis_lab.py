@@ -120,14 +120,21 @@ def console_read(url: str, user: str, password: str, origin: str, mbean: str = B
     return body[0]
 
 
+def broker_values(item: dict) -> dict | None:
+    """The attributes of the one broker a wildcard broker-MBean read answered; None for an error
+    (500 "not started", 404) or not exactly one broker."""
+    if item.get("status") != 200:
+        return None
+    values = [v for v in (item.get("value") or {}).values() if isinstance(v, dict)]
+    return values[0] if len(values) == 1 else None
+
+
 def role_of(item: dict) -> Role:
     """active | backup | starting from one broker-MBean read (500 "not started" and 404 = starting)."""
-    if item.get("status") != 200:
+    values = broker_values(item)
+    if values is None:
         return "starting"
-    values = [v for v in (item.get("value") or {}).values() if isinstance(v, dict)]
-    if len(values) != 1:
-        return "starting"
-    active, backup = values[0].get("Active"), values[0].get("Backup")
+    active, backup = values.get("Active"), values.get("Backup")
     if active is True:
         return "active"
     return "backup" if backup is True else "starting"

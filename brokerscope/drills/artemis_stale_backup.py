@@ -41,7 +41,7 @@ from brokerscope.drills.artemis_pause import (
 )
 from brokerscope.drills.common import SLACK_S, Scorecard, describe_window, epoch, rows, say, scrape_end, settle
 from collectors.scraper import scrape_timeout
-from infra.artemis_lab import ArtemisPair, LabError, console_read, first_log_times, stomp_send
+from infra.artemis_lab import ArtemisPair, LabError, broker_values, console_read, first_log_times, stomp_send
 
 NAME = "artemis-stale-backup-zk"
 SUMMARY = ("SIGKILL the Artemis backup, then the primary (ZooKeeper lock manager); start the stale backup alone: "
@@ -66,8 +66,7 @@ def activation_sequence(pair: ArtemisPair, name: str) -> int | None:
                             attributes=("ActivationSequence",), timeout=1.0)
     except (OSError, ValueError, LabError):
         return None
-    values = [v for v in (item.get("value") or {}).values() if isinstance(v, dict)] if item.get("status") == 200 else []
-    seq = values[0].get("ActivationSequence") if len(values) == 1 else None
+    seq = (broker_values(item) or {}).get("ActivationSequence")
     return seq if isinstance(seq, int) else None
 
 
