@@ -238,10 +238,16 @@ def narrative(ev: pd.DataFrame) -> str:
     return "\n".join(f"{fmt_ts(r.start_ts)[11:-1]}  {r.message}" for r in told.itertuples())
 
 
+HA_EVENT_TABLES = ("split_brain_windows", "failover_events")
+
+
 def title(ev: pd.DataFrame, severity: str) -> str:
-    """The worst finding's headline (the earliest of equals), with a likely cause when there is one."""
+    """The worst finding's headline — among equals the HA event (what happened: a failover the GC
+    pauses around it explain), then the earliest — with a likely cause when there is one."""
     events = ev[(ev["source_table"] != "finding_causes") & (ev["severity"] == severity)]
-    head = events.sort_values("start_ts", kind="stable")["headline"].iloc[0] if len(events) else ev["headline"].iloc[0]
+    events = events.assign(_not_ha=~events["source_table"].isin(HA_EVENT_TABLES))
+    head = (events.sort_values(["_not_ha", "start_ts"], kind="stable")["headline"].iloc[0] if len(events)
+            else ev["headline"].iloc[0])
     likely = ev[(ev["source_table"] == "finding_causes") & (ev["confidence"] == "likely")]
     if len(likely):
         c = likely.sort_values("start_ts", kind="stable").iloc[0]

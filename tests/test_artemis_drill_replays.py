@@ -28,6 +28,9 @@ drill's own ground truth:
     tests/fixtures/artemis/drill_replication_zk_stale_backup.*  the lock-manager pair, SIGKILL of the
         backup, then of the primary; the stale backup started alone refuses to activate
         (brokerscope.drills.artemis_stale_backup); the primary's restart ends the outage
+    tests/fixtures/artemis/drill_replication_zk_gc_pause.*  the lock-manager pair, a 5.7-s full GC
+        in the primary (serial collector, 384 MiB live ballast; brokerscope.drills.artemis_gc_pause):
+        the primary stops itself after the pause, the backup takes over
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pathlib import Path
 
 from brokerscope.drills import (
     artemis_clients,
+    artemis_gc_pause,
     artemis_link_cut,
     artemis_pause,
     artemis_restart,
@@ -79,6 +83,24 @@ def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then
     assert "state unknown" in silent.text
     risks = [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "failover-duration"]
     assert risks and all("session-ms 4.0 s)" in r["message"] and "session-ms 18" not in r["message"] for r in risks)
+
+
+def test_replayed_gc_pause_of_the_primary_is_named_the_failovers_cause(tmp_path_factory, spark):
+    """A full GC longer than the lock manager's session in the primary: the pause from its GC log
+    within one scrape of the drill's console probe, the failover, and the incident told as that
+    failover whose likely cause is the pause that cost the lease. The GC finding alone stays
+    `possible`: the primary answered once more as active after the pause, before it stopped itself
+    (the hand-over began after the pause)."""
+    truth = json.loads((FIX / "drill_replication_zk_gc_pause.truth.json").read_text())
+    lh = replayed("drill_replication_zk_gc_pause", tmp_path_factory.mktemp("artemis-gc-pause"), spark)
+    card = assert_passed(artemis_gc_pause.score(lh, truth))
+    print("\n" + card.render())
+    assert not truth["dual_active"] and truth["primary_exit_ts"] > truth["pause_end_ts"]
+    (incident,) = [i for i in lh.read("incidents").to_pylist() if i["has_failover"]]
+    assert incident["title"].startswith("failover art-a → art-b in ")
+    assert "likely cause: a GC pause cost the lock lease (art-a)" in incident["title"]
+    gc_causes = {c["confidence"] for c in lh.read("finding_causes").to_pylist() if c["cause_table"] == "gc_findings"}
+    assert gc_causes == {"possible"}
 
 
 def test_replayed_quorum_loss_under_the_pair_is_found_with_its_cause(tmp_path_factory, spark):

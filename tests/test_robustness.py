@@ -78,6 +78,7 @@ RECORDINGS = [
     Recording("artemis-shared-store-clients", A / "drill_shared_store_clients", "art-a"),
     Recording("artemis-shared-store-core-clients", A / "drill_shared_store_core_clients", "art-a"),
     Recording("artemis-replication-zk-stale-backup", A / "drill_replication_zk_stale_backup", "art-a"),
+    Recording("artemis-replication-zk-gc-pause", A / "drill_replication_zk_gc_pause", "art-a"),
     Recording("kafka-broker-kill", K / "drill_broker_kill", "p1"),
     Recording("kafka-controller-kill", K / "drill_controller_kill", "p2"),
     Recording("kafka-mm2-restart", K / "drill_mm2_restart", "d1"),

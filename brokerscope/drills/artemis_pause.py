@@ -96,9 +96,11 @@ class RoleProbe:
                 self.both_active.append(now)
 
 
-def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra_targets: list[dict]):
-    """Start the replication pair, collect it (and `extra_targets`), send 20 messages to the primary;
-    the collector. Truth: master_before, new_master, node_pids, sent_before."""
+def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra_targets: list[dict],
+                          gc_logs: bool = False):
+    """Start the replication pair, collect it (and `extra_targets`; with `gc_logs`, the brokers' GC
+    logs too), send 20 messages to the primary; the collector. Truth: master_before, new_master,
+    node_pids, sent_before."""
     primary, backup = pair.names
     locked = pair.topology == "replication-zk"
     say(f"starting Artemis replication pair ("
@@ -108,8 +110,10 @@ def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, tru
     truth["master_before"], truth["new_master"] = primary, backup
     truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
     # the lock manager's session as configured, so findings use it rather than assume Artemis' default
-    targets = [pair.target(n, **({"gc": {"zk_session_ms": SESSION_MS}} if locked else {})) for n in pair.names]
-    _cfg_path, col = start_collecting(workdir, targets + extra_targets, interval)
+    targets = [pair.target(n, **({"gc": {"zk_session_ms": SESSION_MS}} if locked else {}),
+                           **({"gc_logs": [f"{pair.workdir / n / 'gc.log'}*"]} if gc_logs else {})) for n in pair.names]
+    tail = {"gc": {"poll_interval": f"{int(interval * 1000)}ms"}} if gc_logs else {}
+    _cfg_path, col = start_collecting(workdir, targets + extra_targets, interval, **tail)
     settle(interval)
     truth["sent_before"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
                                       login="admin", passcode=pair.admin_password)
@@ -180,18 +184,27 @@ def score_split_brain(card: Scorecard, lh, truth: dict) -> None:
         card.expect_none("split brain", windows, describe_window)
 
 
+def score_takeover(card: Scorecard, lh, truth: dict) -> dict | None:
+    """One failover master_before → new_master, the new one first active within one scrape of its
+    AMQ221007 (else of the drill's probe seeing it active); the failover_events row or None."""
+    old, new = truth["master_before"], truth["new_master"]
+    moves = [e for e in rows(lh, "failover_events") if e["event_type"] == "failover"]
+    ev = [e for e in moves if (e["from_instance"], e["to_instance"]) == (old, new)]
+    if not card.detect("failover", len(ev) == 1, f"no single failover {old} → {new} in {moves}"):
+        return None
+    takeover = truth["takeover_log_ts"] or truth["takeover_seen_ts"]
+    card.boundary("backup first active (vs its AMQ221007)", epoch(ev[0]["new_first_active"]), takeover, lo=-0.1)
+    card.facts["reconstructed_outage_upper_s"] = round(ev[0]["outage_upper_s"], 3)
+    return ev[0]
+
+
 def score(lh, truth: dict) -> Scorecard:
     card = Scorecard(NAME, truth["scrape_interval_s"])
     old, new = truth["master_before"], truth["new_master"]
     stop, cont = truth["sigstop_ts"], truth["sigcont_ts"]
     score_pause(card, lh, old, stop, cont, "the frozen primary (unanswered scrapes)")
     score_split_brain(card, lh, truth)
-    moves = [e for e in rows(lh, "failover_events") if e["event_type"] == "failover"]
-    ev = [e for e in moves if (e["from_instance"], e["to_instance"]) == (old, new)]
-    if card.detect("failover", len(ev) == 1, f"no single failover {old} → {new} in {moves}"):
-        takeover = truth["takeover_log_ts"] or truth["takeover_seen_ts"]
-        card.boundary("backup first active (vs its AMQ221007)", epoch(ev[0]["new_first_active"]), takeover, lo=-0.1)
-        card.facts["reconstructed_outage_upper_s"] = round(ev[0]["outage_upper_s"], 3)
+    score_takeover(card, lh, truth)
     card.facts["backup took over during the pause"] = truth["backup_active_during_pause"]
     card.facts["service gap SIGSTOP → backup active (s)"] = round((truth["takeover_log_ts"] or truth["takeover_seen_ts"])
                                                                   - stop, 3)

@@ -38,12 +38,15 @@ ATTACH_TIMEOUT_MS = 60_000
 
 
 class JolokiaProbe(Periodic):
-    """Reads the broker's ``Slave`` attribute every 50 ms; keeps, per read, when the drill's thread
-    began it, when the request was written (in the broker's socket) and when it was answered."""
+    """Reads one Jolokia attribute every 50 ms (default: an ActiveMQ broker's ``Slave``; `request`
+    and `options` — auth, headers — for another JVM); keeps, per read, when the drill's thread began
+    it, when the request was written (in the broker's socket) and when it was answered."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, request: dict | None = None, **options) -> None:
         super().__init__("gc-probe", 0.05)
         self.url = url
+        self.request = request or {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"}
+        self.options = options
         self.samples: list[tuple[float, float, float | None]] = []  # (began, written, answered)
 
     def tick(self) -> None:
@@ -51,8 +54,7 @@ class JolokiaProbe(Periodic):
         began = time.time()
         written: list[float] = []
         try:
-            jolokia_request(self.url, {"type": "read", "mbean": BROKER_MBEAN_PATTERN, "attribute": "Slave"}, timeout=20,
-                            on_sent=lambda: written.append(time.time()))
+            jolokia_request(self.url, self.request, timeout=20, on_sent=lambda: written.append(time.time()), **self.options)
             self.samples.append((began, written[0], time.time()))
         except OSError:
             self.samples.append((began, written[0] if written else began, None))
@@ -87,42 +89,67 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
         probe = JolokiaProbe(pair.jolokia_url(broker)).start()
         settle(interval, 4, 2.0)
         truth["broker"], truth["pid"] = broker, pair.brokers[broker].pid
-        truth["jcmd_ts"] = time.time()
-        say(f"jcmd {truth['pid']} GC.run (full collection)")
-        res = subprocess.run([java_tool("jcmd"), f"-J-Dsun.tools.attach.attachTimeout={ATTACH_TIMEOUT_MS}", str(truth["pid"]),
-                              "GC.run"], capture_output=True, text=True, timeout=120)
-        truth["jcmd_done_ts"] = time.time()
-        if res.returncode != 0:
-            raise RuntimeError(f"jcmd GC.run failed ({res.returncode}): {res.stdout}{res.stderr}")
+        full_gc(truth["pid"], truth)
         settle(interval, 4, 2.0)
         probe.stop()
         truth["collector_stats"] = col.stop().summary()
     finally:
         pair.stop()
+    probe_truth(probe, truth)
+    write_truth(workdir, truth)
+    return cfg_path, truth
+
+
+def full_gc(pid: int, truth: dict) -> None:
+    """``jcmd <pid> GC.run``: a full collection now; truth jcmd_ts / jcmd_done_ts."""
+    truth["jcmd_ts"] = time.time()
+    say(f"jcmd {pid} GC.run (full collection)")
+    res = subprocess.run([java_tool("jcmd"), f"-J-Dsun.tools.attach.attachTimeout={ATTACH_TIMEOUT_MS}", str(pid), "GC.run"],
+                         capture_output=True, text=True, timeout=120)
+    truth["jcmd_done_ts"] = time.time()
+    if res.returncode != 0:
+        raise RuntimeError(f"jcmd GC.run failed ({res.returncode}): {res.stdout}{res.stderr}")
+
+
+def probe_truth(probe: JolokiaProbe, truth: dict) -> None:
+    """The probe's longest stall as the pause's truth (pause_start_ts, pause_end_ts)."""
     stall = probe.longest_stall()
     truth["probe_stall"] = stall
     truth["pause_start_ts"], truth["pause_end_ts"] = stall if stall else (None, None)
     if stall:
         truth["probe_write_delay_s"] = probe.write_delay(stall[0])
         say(f"the probe waited {stall[1] - stall[0]:.3f} s (the broker did not answer: a stop-the-world pause)")
-    write_truth(workdir, truth)
-    return cfg_path, truth
 
 
 def score(lh, truth: dict) -> Scorecard:
     card = Scorecard(NAME, truth["scrape_interval_s"])
+    p = score_pause_event(card, lh, truth["broker"], truth)
+    if p is None:
+        return card
+    found = [f for f in rows(lh, "gc_findings")
+             if f["target"] == truth["broker"] and f["code"] == "gc.pause-over-connection-ttl" and f["ts"] is not None
+             and abs(epoch(f["ts"]) - epoch(p["wall_time"])) < 0.01]
+    card.detect("gc.pause-over-connection-ttl finding", bool(found), "no finding for the pause")
+    card.detect("gc-pause on the timeline", on_timeline(lh, truth["broker"], p["wall_time"]), "no gc-pause entry")
+    return card
+
+
+def score_pause_event(card: Scorecard, lh, broker: str, truth: dict, min_pause_ms: float = MIN_PAUSE_MS) -> dict | None:
+    """The longest stop-the-world pause of `broker` in gc_events (≥ `min_pause_ms`) scored against the
+    probe's stall (truth pause_start_ts / pause_end_ts): both ends within one scrape interval, and how
+    late its log line reached bronze. The gc_events row, or None (the card says why)."""
     start, end = truth["pause_start_ts"], truth["pause_end_ts"]
     if not card.require(start is not None, "the probe saw no stall"):
-        return card
+        return None
     pauses = [e for e in rows(lh, "gc_events")
-              if e["target"] == truth["broker"] and e["pause_ms"] and e["pause_ms"] >= MIN_PAUSE_MS
+              if e["target"] == broker and e["pause_ms"] and e["pause_ms"] >= min_pause_ms
               and e["event_type"] != "safepoint" and e["wall_time"] is not None
               and start - 1.0 <= epoch(e["wall_time"]) <= end]
     card.facts["probe stall s"] = round(end - start, 3)
     if truth.get("probe_write_delay_s") is not None:
         card.facts["probe write delay s"] = round(truth["probe_write_delay_s"], 3)
-    if not card.detect("stop-the-world pause ≥ 1 s (gc_events)", bool(pauses), "no such pause in gc_events"):
-        return card
+    if not card.detect(f"stop-the-world pause ≥ {min_pause_ms / 1000:g} s (gc_events)", bool(pauses), "no such pause in gc_events"):
+        return None
     p = max(pauses, key=lambda e: e["pause_ms"])
     p_start = epoch(p["wall_time"])
     p_end = p_start + p["pause_ms"] / 1000
@@ -133,12 +160,7 @@ def score(lh, truth: dict) -> Scorecard:
     reach = time_to_safepoint(lh, p, p_end)
     if reach is not None:  # the JVM stood still that long before the collection began (-Xlog:safepoint)
         card.facts["time to safepoint s"] = round(reach, 3)
-    found = [f for f in rows(lh, "gc_findings")
-             if f["target"] == truth["broker"] and f["code"] == "gc.pause-over-connection-ttl" and f["ts"] is not None
-             and abs(epoch(f["ts"]) - p_start) < 0.01]
-    card.detect("gc.pause-over-connection-ttl finding", bool(found), "no finding for the pause")
-    card.detect("gc-pause on the timeline", on_timeline(lh, truth["broker"], p["wall_time"]), "no gc-pause entry")
-    return card
+    return p
 
 
 def line_read_latency(lh, event: dict, pause_end: float) -> float | None:

@@ -60,6 +60,7 @@ class InstanceSpec:
     cluster_password: str
     ha: HaSpec
     announce_port: int | None = None  # the announced connector's port when not the acceptor's (a proxy)
+    serial_gc: bool = False  # the serial collector instead of the profile's G1 (single-threaded full GCs: long pauses)
 
 
 def create(home: Path, instance: Path, spec: InstanceSpec) -> None:
@@ -82,6 +83,8 @@ def create(home: Path, instance: Path, spec: InstanceSpec) -> None:
         raise InstanceError(f"artemis create {instance} failed (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     etc = instance / "etc"
     _edit(etc / "artemis.profile", _heap_edit(spec.heap))
+    if spec.serial_gc:  # one collector per JVM: the JVM refuses two
+        _edit(etc / "artemis.profile", lambda t: t.replace("-XX:+UseG1GC -XX:+UseStringDeduplication", "-XX:+UseSerialGC", 1))
     _add_monitor_user(etc, spec.monitor_password)
     _edit(etc / "broker.xml", lambda text: _replace_ha_policy(text, ha_policy_xml(spec.ha)))
     if spec.announce_port not in (None, spec.acceptor_port):
