@@ -113,12 +113,12 @@ def analysed(rec: Recording, envelopes: list[dict], where: Path, spark) -> dict[
 
 
 def bronze(envelopes: list[dict], rec: Recording, where: Path) -> dict[str, list[dict]]:
-    """Every bronze table after replaying `envelopes`, rows in key order."""
+    """Every bronze table after replaying `envelopes`, rows in the order of the table's keys."""
     where.mkdir(parents=True)
     cfg = rec.config(where)
     replay(cfg, perturb.write(envelopes, where / "rec.jsonl.gz"))
     lh = Lakehouse(cfg.lakehouse_root())
-    return {name: sorted(lh.read(name).to_pylist(), key=lambda r: (str(r.get("obs_key")), str(r.get("ts"))))
+    return {name: sorted(lh.read(name).to_pylist(), key=lambda r, keys=c.keys: tuple(str(r.get(k)) for k in keys))
             for name, c in TABLES.items() if c.layer == "bronze" and lh.exists(name)}
 
 
