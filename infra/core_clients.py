@@ -127,6 +127,14 @@ class ClientLedger:
         """Committed deliveries (a delivery whose commit failed comes again and is not counted)."""
         return self.ids("committed")
 
+    @property
+    def commit_indeterminate(self) -> set[int]:
+        """Deliveries whose commit failed with AMQ219031 ("rolled back on failover however commit may
+        have been successful"): the application had the message and the broker may have consumed it.
+        Counted by Ledger.of as neither received nor lost unless it came again."""
+        return {int(e["id"]) for e in self.events
+                if e["ev"] == "rolled-back" and e.get("id") is not None and "AMQ219031" in (e.get("error") or "")}
+
     def times(self, ev: str, **match) -> list[float]:
         return [e["t"] for e in self.events if e["ev"] == ev and all(e.get(k) == v for k, v in match.items())]
 

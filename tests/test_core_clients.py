@@ -56,3 +56,18 @@ def test_ledgers_read_back_into_the_jepsen_counts(tmp_path):
     assert ledger.lost == [] and ledger.duplicated == {1: 2} and ledger.unacked_delivered == 0
     assert producer.times("failover", type="FAILOVER_COMPLETED") == [2.5]
     assert consumer.summary()["rolled_back"] == 1 and producer.summary()["send_failed"] == 1
+
+
+def test_a_commit_the_failover_left_undecided_is_not_counted_lost(tmp_path):
+    """Measured (drill artemis-clients-core, 2026-11-26): message 149 delivered, its commit failed
+    over with AMQ219031 ("rolled back on failover however commit may have been successful") and it
+    never came again — the broker had consumed it. Not lost; a commit that failed without that code
+    and never came again is."""
+    (tmp_path / "p.jsonl").write_text("\n".join(f'{{"t":1.{i},"ev":"{ev}","id":{i}}}' for i in (0, 1) for ev in ("send", "acked")) + "\n")
+    (tmp_path / "c.jsonl").write_text("\n".join([
+        '{"t":2.0,"ev":"received","id":0,"redelivered":false}',
+        '{"t":2.1,"ev":"rolled-back","id":0,"error":"JMSException: AMQ219031: The transaction was rolled back on failover however commit may have been successful"}',
+        '{"t":2.2,"ev":"received","id":1,"redelivered":false}',
+        '{"t":2.3,"ev":"rolled-back","id":1,"error":"TransactionRolledBackException"}']) + "\n")
+    ledger = Ledger.of(ClientLedger.read("p", tmp_path / "p.jsonl"), ClientLedger.read("c", tmp_path / "c.jsonl"))
+    assert ledger.commit_indeterminate == [0] and ledger.lost == [1]

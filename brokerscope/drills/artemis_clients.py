@@ -276,6 +276,7 @@ def _score_ledger(card: Scorecard, truth: dict) -> None:
     card.facts["lost (acknowledged, never received)"] = len(ledger["lost"])
     card.facts["duplicated (received twice or more)"] = len(ledger["duplicated"])
     card.facts["sent without acknowledgement, delivered anyway"] = ledger["unacked_delivered"]
+    card.facts["delivered, commit outcome unknown (AMQ219031), never again"] = ledger.get("commit_indeterminate", [])
     if "final_read" in truth:
         card.facts["left on the queue at the end (final read)"] = truth["final_read"]
 
