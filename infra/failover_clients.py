@@ -149,6 +149,7 @@ class FailoverConsumer(FailoverClient):
     def __init__(self, urls: list[str], destination: str, **kw) -> None:
         super().__init__(urls, destination, name="failover-consumer", **kw)
         self.received: list[int] = []
+        self.commit_indeterminate: set[int] = set()  # client-individual acks, no transactions: never any
         self.last_received_at = 0.0
 
     def on_connected(self) -> None:
@@ -185,12 +186,12 @@ class Ledger:
     def of(cls, producer: FailoverProducer, *consumers: FailoverConsumer) -> "Ledger":
         """The producer's sends against what the consumers received: the application's consumer and,
         Jepsen's final read, a fresh one that drained the queue at the end (what is left is not lost).
-        A consumer with `commit_indeterminate` ids (the Core client's ledger) names deliveries whose
-        commit outcome the broker left unknown (measured: drill artemis-clients-core, 2026-11-26)."""
+        A consumer's `commit_indeterminate` ids are deliveries whose commit outcome the broker left
+        unknown (the Core client's AMQ219031; measured: drill artemis-clients-core, 2026-11-26)."""
         received = [m for c in consumers for m in c.received]
         got = Counter(received)
         indeterminate = set(producer.attempted) - producer.acked
-        unknown_commit = set().union(*(getattr(c, "commit_indeterminate", set()) for c in consumers)) - set(got)
+        unknown_commit = set().union(*(c.commit_indeterminate for c in consumers)) - set(got)
         return cls(attempted=len(set(producer.attempted)), acked=len(producer.acked), received=len(received),
                    distinct_received=len(got), lost=sorted(producer.acked - set(got) - unknown_commit),
                    duplicated={k: v for k, v in sorted(got.items()) if v > 1},

@@ -132,8 +132,7 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
     delta-rs bridge when the jars are not cached, native raises DeltaSparkUnavailableError;
     bridge starts Spark without Delta classes. $BROKERSCOPE_SPARK_LOG_LEVEL sets the log level
     (default ERROR; `brokerscope -v`: WARN), from the JVM's start (a log4j2 file,
-    log4j2_config_file). $BROKERSCOPE_SPARK_JAVA_OPTIONS: more options for the driver JVM (the
-    whole JVM in local mode), e.g. ``-XX:+HeapDumpOnOutOfMemoryError``. `conf` wins over every default."""
+    log4j2_config_file). `conf` wins over every default."""
     user = {str(k): str(v) for k, v in (conf or {}).items()}
     settings: dict[str, str] = {
         "spark.ui.enabled": "false",
@@ -162,9 +161,7 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
         # on the kill-master drill (2 cores): the analysis took 452 s with 50, see BENCHMARKS.md.
         settings["spark.databricks.delta.snapshotPartitions"] = str(_local_cores(master))
     level = os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL", "ERROR")
-    java_options = [f"-Dlog4j2.configurationFile=file:{log4j2_config_file(level)}"]
-    java_options += os.environ.get("BROKERSCOPE_SPARK_JAVA_OPTIONS", "").split()
-    settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j2_config_file(level)}"
     settings.update(user)
     _with_delta(settings, delta_choice(delta))
     builder = SparkSession.builder.appName(app_name)

@@ -29,7 +29,7 @@ from brokerscope.drills.artemis_pause import (SESSION_MS, RoleProbe, _wait_exit,
 from analysis.causes import GC_PAUSE_CODES
 from brokerscope.drills.common import Scorecard, epoch, rows, say, settle
 from brokerscope.drills.gc_pause import JolokiaProbe, full_gc, probe_truth, score_pause_event
-from infra.artemis_lab import ArtemisPair
+from infra.artemis_lab import BROKER_MBEAN, ArtemisPair
 
 NAME = "artemis-gc-pause-zk"
 SUMMARY = "a full GC longer than the ZooKeeper session in the Artemis replication primary: failover, cause named"
@@ -51,8 +51,7 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra
     primary, backup = pair.names
     col = start_pair_collecting(pair, workdir, interval, truth, extra_targets, gc_logs=True)
     truth["broker"], truth["pid"] = primary, truth["node_pids"][primary]
-    probe = JolokiaProbe(pair.jolokia_url(primary), {"type": "read", "mbean": f'org.apache.activemq.artemis:broker="{primary}"',
-                                                     "attribute": "Active"},
+    probe = JolokiaProbe(pair.jolokia_url(primary), {"type": "read", "mbean": BROKER_MBEAN, "attribute": "Active"},
                          user=pair.monitor_user, password=pair.monitor_password, headers={"Origin": pair.origin}).start()
     try:
         with RoleProbe(pair) as roles:

@@ -111,7 +111,7 @@ def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, tru
     truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
     # the lock manager's session as configured, so findings use it rather than assume Artemis' default
     targets = [pair.target(n, **({"gc": {"zk_session_ms": SESSION_MS}} if locked else {}),
-                           **({"gc_logs": [f"{pair.workdir / n / 'gc.log'}*"]} if gc_logs else {})) for n in pair.names]
+                           **({"gc_logs": [f"{pair.brokers[n].gc_log}*"]} if gc_logs else {})) for n in pair.names]
     tail = {"gc": {"poll_interval": f"{int(interval * 1000)}ms"}} if gc_logs else {}
     _cfg_path, col = start_collecting(workdir, targets + extra_targets, interval, **tail)
     settle(interval)
