@@ -15,20 +15,17 @@ demo: setup
 demo-artemis: setup
 	$(PYTHON) -m brokerscope demo --broker artemis
 
-# Two tiers, each in two workers. First the tests marked neither slow nor lab (a file stays in one
-# worker: its module fixtures are built once). Then the slow tier: every lab test (real brokers,
-# ZooKeeper, Kafka, PostgreSQL, Prometheus) in one xdist group, so labs run one at a time on one
-# worker, while the other worker runs the slow Spark/CPU tests beside them (tests/conftest.py
-# assigns the groups) — the lab drills are built to hold with another process keeping a core busy.
+# One run, two workers (one Spark start each). Every lab test (real brokers, ZooKeeper, Kafka,
+# PostgreSQL, Prometheus) is in one xdist group, so labs run one at a time on one worker while the
+# other worker runs the rest beside them; every other file stays in one worker (its module fixtures
+# are built once). Groups go out longest first (tests/group_durations.json), so both workers end
+# together (tests/xdist_groups.py). The lab drills are built to hold with a core kept busy.
 test: setup
-	@status=0; \
-	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile || status=1; \
-	$(PYTHON) -m pytest -q -m slow -n 2 --dist loadgroup || status=1; \
-	exit $$status
+	$(PYTHON) -m pytest -q -n 2 --dist loadgroup
 
 # development loop: everything except the real-JVM drills
 test-fast:
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadgroup
 
 # every real fault drill in the lab, scored against its ground truth (exit 1 below the bar)
 drills: setup

@@ -147,6 +147,12 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
         # needs ~260 (measured, drill_replication_zk_kill), so every run recompiled them all (Janino, then
         # the JIT compiling ~520 new classes): −20 % JVM CPU per repeated analysis with room for them
         "spark.sql.codegen.cache.maxEntries": "2000",
+        # PySpark's DataFrame debugging tags every pyspark.sql.functions call with its Python call
+        # site: ~10 JVM round trips per call (active session, conf, origin set/clear), 30,000 of the
+        # 55,000 py4j calls of one analysis (drill_replication_zk_kill). Off: 10-16 % less wall per
+        # analysis, half the Python CPU (BENCHMARKS.md "Suite time"); a failing expression's error
+        # then names the plan node, not the Python line.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     master = master or os.environ.get("BROKERSCOPE_SPARK_MASTER")
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: keep its master

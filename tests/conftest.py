@@ -22,6 +22,10 @@ import pytest  # noqa: E402
 from tests import xdist_groups  # noqa: E402
 
 
+def pytest_addoption(parser):
+    xdist_groups.add_options(parser)
+
+
 def pytest_configure(config):
     xdist_groups.start(config)
 
@@ -42,7 +46,7 @@ def pytest_xdist_make_scheduler(config, log):
     return None
 
 
-# --- the committed kill-master drill, analysed once ------------------------------------------------------------
+# --- the committed recordings, each analysed once --------------------------------------------------------------
 
 import shutil  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -54,9 +58,9 @@ _FIX = Path(__file__).parent / "fixtures"
 @dataclass(frozen=True)
 class AnalysedDrill:
     """tests/fixtures/drill_kill_master.jsonl.gz replayed into a fresh lakehouse and analysed once
-    (`analyze` on a fresh lakehouse: no watermark yet, so every job takes its full path — the same
-    rows as `analyze --full`). `root` is shared by every test that asks for it: never write to it;
-    `copy_to` gives a test a lakehouse of its own, in the state the analysis left it."""
+    (`analysed_recordings`; `analyze` on a fresh lakehouse: no watermark yet, so every job takes its
+    full path — the same rows as `analyze --full`). `root` is shared by every test that asks for it:
+    never write to it; `copy_to` gives a test a lakehouse of its own, in the state the analysis left it."""
 
     data: dict  # the drill's config (tests/fixtures/drill_kill_master.yaml), lakehouse → root
     root: Path
@@ -71,18 +75,25 @@ class AnalysedDrill:
 
 
 @pytest.fixture(scope="session")
-def analysed_kill_master(tmp_path_factory, spark):
+def analysed_recordings(tmp_path_factory, spark):
+    """Each committed recording analysed once for the session, on first use (tests/recordings.py
+    `Analyses`); never write into one."""
+    from tests.recordings import Analyses
+
+    analyses = Analyses(tmp_path_factory, spark)
+    yield analyses
+    written = analyses.written()
+    assert not written, f"a test wrote into the shared analysed lakehouse of {written} (copy it first)"
+
+
+@pytest.fixture(scope="session")
+def analysed_kill_master(analysed_recordings):
     import yaml
 
-    from tests.recordings import replayed
-
-    root = tmp_path_factory.mktemp("analysed-kill-master") / "lh"
-    drill = replayed(_FIX / "drill_kill_master.yaml", _FIX / "drill_kill_master.jsonl.gz", root, spark)
+    drill = analysed_recordings(_FIX / "drill_kill_master.jsonl.gz")
+    root = Path(drill.lh.root)
     data = {**yaml.safe_load((_FIX / "drill_kill_master.yaml").read_text()), "lakehouse": str(root)}
-    files = sorted(p.relative_to(root) for p in root.rglob("*"))
-    yield AnalysedDrill(data=data, root=root, counts=drill.counts)
-    assert sorted(p.relative_to(root) for p in root.rglob("*")) == files, \
-        "a test wrote into the shared analysed kill-master lakehouse (use copy_to)"
+    return AnalysedDrill(data=data, root=root, counts=drill.counts)
 
 
 @dataclass(frozen=True)

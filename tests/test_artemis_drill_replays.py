@@ -38,6 +38,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from brokerscope.drills import (
     artemis_clients,
     artemis_gc_pause,
@@ -58,20 +60,22 @@ from tests.drill_checks import assert_passed
 FIX = Path(__file__).parent / "fixtures" / "artemis"
 
 
-def replayed(stem: str, where: Path, spark) -> Lakehouse:
-    """tests/fixtures/artemis/<stem>.jsonl.gz replayed with its config into a fresh lakehouse, analysed."""
-    drill = recordings.replayed(FIX / f"{stem}.yaml", FIX / f"{stem}.jsonl.gz", where / "lh", spark)
+def replayed(stem: str, analyses: recordings.Analyses) -> Lakehouse:
+    """tests/fixtures/artemis/<stem>.jsonl.gz replayed with its config into a fresh lakehouse, analysed:
+    the worker's one analysis of it, shared (read only; a test reading it is in `recordings.group`)."""
+    drill = analyses(FIX / f"{stem}.jsonl.gz")
     assert drill.result.new_rows > 0
     return drill.lh
 
 
-def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then_a_failover(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_pause"))
+def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then_a_failover(analysed_recordings):
     """SIGSTOP of the primary for 12 s (3× its 4 s session): the drill's bar on the replay, the
     timeline says the live answered nothing for the pause (the failover's outage bound, ≤ 1.2 s,
     is about the role: the frozen primary answered `Active` once after SIGCONT), and the advice
     uses the configured session-ms, not Artemis' default."""
     truth = json.loads((FIX / "drill_replication_zk_pause.truth.json").read_text())
-    lh = replayed("drill_replication_zk_pause", tmp_path_factory.mktemp("artemis-pause"), spark)
+    lh = replayed("drill_replication_zk_pause", analysed_recordings)
     card = assert_passed(artemis_pause.score(lh, truth))
     print("\n" + card.render())
     assert not truth["dual_active"] and not truth["backup_active_during_pause"]
@@ -85,14 +89,15 @@ def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then
     assert risks and all("session-ms 4.0 s)" in r["message"] and "session-ms 18" not in r["message"] for r in risks)
 
 
-def test_replayed_gc_pause_of_the_primary_is_named_the_failovers_cause(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_gc_pause"))
+def test_replayed_gc_pause_of_the_primary_is_named_the_failovers_cause(analysed_recordings):
     """A full GC longer than the lock manager's session in the primary: the pause from its GC log
     within one scrape of the drill's console probe, the failover, and the incident told as that
     failover whose likely cause is the pause that cost the lease. The GC finding alone stays
     `possible`: the primary answered once more as active after the pause, before it stopped itself
     (the hand-over began after the pause)."""
     truth = json.loads((FIX / "drill_replication_zk_gc_pause.truth.json").read_text())
-    lh = replayed("drill_replication_zk_gc_pause", tmp_path_factory.mktemp("artemis-gc-pause"), spark)
+    lh = replayed("drill_replication_zk_gc_pause", analysed_recordings)
     card = assert_passed(artemis_gc_pause.score(lh, truth))
     print("\n" + card.render())
     assert not truth["dual_active"] and truth["primary_exit_ts"] > truth["pause_end_ts"]
@@ -103,25 +108,27 @@ def test_replayed_gc_pause_of_the_primary_is_named_the_failovers_cause(tmp_path_
     assert gc_causes == {"possible"}
 
 
-def test_replayed_quorum_loss_under_the_pair_is_found_with_its_cause(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_quorum_loss"))
+def test_replayed_quorum_loss_under_the_pair_is_found_with_its_cause(analysed_recordings):
     """The ensemble without quorum for 8 s under the replication pair: the loss found within a round,
     no split brain (the primary served on through the loss and stopped only once the quorum was
     back and it learnt its session had expired), the backup's takeover found and caused by the
     lost quorum or the lock it took."""
     truth = json.loads((FIX / "drill_replication_zk_quorum_loss.truth.json").read_text())
-    lh = replayed("drill_replication_zk_quorum_loss", tmp_path_factory.mktemp("artemis-zkq"), spark)
+    lh = replayed("drill_replication_zk_quorum_loss", analysed_recordings)
     card = assert_passed(artemis_zk_quorum.score(lh, truth))
     print("\n" + card.render())
     assert not truth["dual_active"] and truth["primary_quorum_unavailable_log_ts"] > truth["restarted_answers_ts"]
     assert card.detected["cause: the lost quorum or the lock it took"]
 
 
-def test_replayed_failover_with_real_clients_loses_nothing_and_sees_them_move(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_shared_store_clients"))
+def test_replayed_failover_with_real_clients_loses_nothing_and_sees_them_move(analysed_recordings):
     """A producer (50 persistent msg/s, each waiting for its RECEIPT) and a consumer failing over with
     the shared-store pair: nothing acknowledged was lost or duplicated, and brokerscope's first scrape
     of the backup with both clients connected lies within one scrape of when they dialled it."""
     truth = json.loads((FIX / "drill_shared_store_clients.truth.json").read_text())
-    lh = replayed("drill_shared_store_clients", tmp_path_factory.mktemp("artemis-clients"), spark)
+    lh = replayed("drill_shared_store_clients", analysed_recordings)
     card = assert_passed(artemis_clients.score(lh, truth))
     print("\n" + card.render())
     ledger = truth["ledger"]
@@ -129,12 +136,13 @@ def test_replayed_failover_with_real_clients_loses_nothing_and_sees_them_move(tm
     assert len(truth["clients"]["failover-producer"]) == 2  # the primary, then the backup
 
 
-def test_replayed_link_cut_under_the_lock_manager_is_an_unprotected_primary_not_a_split_brain(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_link_cut"))
+def test_replayed_link_cut_under_the_lock_manager_is_an_unprotected_primary_not_a_split_brain(analysed_recordings):
     """The replication link of the lock-manager pair cut silently for 150 s: no split brain, no
     failover; the primary's time without a replica found from its AMQ222092 to the backup's
     AMQ221024 after the heal, and told as a lost link (the backup still claimed to be in sync)."""
     truth = json.loads((FIX / "drill_replication_zk_link_cut.truth.json").read_text())
-    lh = replayed("drill_replication_zk_link_cut", tmp_path_factory.mktemp("artemis-link-cut-zk"), spark)
+    lh = replayed("drill_replication_zk_link_cut", analysed_recordings)
     card = assert_passed(artemis_link_cut.score(lh, truth))
     print("\n" + card.render())
     assert not truth["dual_active"] and truth["roles_after_heal"] == {"art-a": "active", "art-b": "backup"}
@@ -149,12 +157,13 @@ def test_replayed_link_cut_under_the_lock_manager_is_an_unprotected_primary_not_
     assert [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "unprotected-live"] == []
 
 
-def test_replayed_link_cut_of_a_classic_pair_is_a_split_brain_caused_by_the_lost_link(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_link_cut"))
+def test_replayed_link_cut_of_a_classic_pair_is_a_split_brain_caused_by_the_lost_link(analysed_recordings):
     """The same cut of a classic replication pair: the backup, alone in its vote, activates while the
     primary serves — a split brain found from the backup's AMQ221007 to the drill's kill of it, its
     likely cause the primary's lost replica; and the one-pair vote found as a risk."""
     truth = json.loads((FIX / "drill_replication_link_cut.truth.json").read_text())
-    lh = replayed("drill_replication_link_cut", tmp_path_factory.mktemp("artemis-link-cut"), spark)
+    lh = replayed("drill_replication_link_cut", analysed_recordings)
     card = assert_passed(artemis_link_cut.score(lh, truth))
     print("\n" + card.render())
     assert truth["dual_active"] and truth["backup_vote_ignored_log_ts"] and truth["takeover_log_ts"]
@@ -169,12 +178,13 @@ def test_replayed_link_cut_of_a_classic_pair_is_a_split_brain_caused_by_the_lost
     assert {r["code"] for r in lh.read("risk_findings").to_pylist()} >= {"quorum-too-small", "unprotected-live"}
 
 
-def test_replayed_restart_of_the_old_primary_under_the_lock_manager_stays_passive(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_restart"))
+def test_replayed_restart_of_the_old_primary_under_the_lock_manager_stays_passive(analysed_recordings):
     """The restarted primary finds the coordinated activation sequence ahead of its own and restarts
     as a backup (failback off): one failover, the old primary never active again, seen as backup
     within a scrape of the probe; the sequence is 2 in ZooKeeper and on both brokers."""
     truth = json.loads((FIX / "drill_replication_zk_restart.truth.json").read_text())
-    lh = replayed("drill_replication_zk_restart", tmp_path_factory.mktemp("artemis-restart"), spark)
+    lh = replayed("drill_replication_zk_restart", analysed_recordings)
     card = assert_passed(artemis_restart.score(lh, truth))
     print("\n" + card.render())
     assert not truth["dual_active"] and truth["restart_log_ts"]["primary_not_candidate"]
@@ -191,13 +201,13 @@ def test_replayed_restart_of_the_old_primary_under_the_lock_manager_stays_passiv
     assert [e["event_type"] for e in events] == ["failover"]
 
 
-def test_replayed_restart_without_check_for_active_server_is_a_certain_split_brain_with_its_cause(
-        tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_restart_split_brain"))
+def test_replayed_restart_without_check_for_active_server_is_a_certain_split_brain_with_its_cause(analysed_recordings):
     """Classic replication, one pair: the backup fails over without a vote, the restarted primary
     activates beside it. One certain window, both ends within a scrape of the probe, the traffic
     each side took, the restarted primary named as the cause, one critical incident."""
     truth = json.loads((FIX / "drill_replication_restart_split_brain.truth.json").read_text())
-    lh = replayed("drill_replication_restart_split_brain", tmp_path_factory.mktemp("artemis-split"), spark)
+    lh = replayed("drill_replication_restart_split_brain", analysed_recordings)
     card = assert_passed(artemis_restart.score(lh, truth))
     print("\n" + card.render())
     assert truth["dual_active"] and truth["restart_log_ts"]["primary_split_brain_warning"]
@@ -216,7 +226,8 @@ def test_replayed_restart_without_check_for_active_server_is_a_certain_split_bra
     assert {e["code"] for e in evidence if e["incident_id"] == incident_id} >= {"check-for-live-server-off"}
 
 
-def test_replayed_core_clients_failover_is_measured_as_a_client_shift(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_shared_store_core_clients"))
+def test_replayed_core_clients_failover_is_measured_as_a_client_shift(analysed_recordings):
     """The Core JMS producer (synchronous durable sends) and transacted consumer on an ha=true URL
     through the SIGKILL of the shared-store primary. In this run the producer's send in flight at
     the kill was not released by the failure detection: it waited its callTimeout (5 s), so the
@@ -225,7 +236,7 @@ def test_replayed_core_clients_failover_is_measured_as_a_client_shift(tmp_path_f
     counted its waiting backup's 2) on the backup within one scrape of the broker creating the last
     one, the shift's bounds holding the true one; the timeline and the incident report carry it."""
     truth = json.loads((FIX / "drill_shared_store_core_clients.truth.json").read_text())
-    lh = replayed("drill_shared_store_core_clients", tmp_path_factory.mktemp("artemis-core-clients"), spark)
+    lh = replayed("drill_shared_store_core_clients", analysed_recordings)
     card = assert_passed(artemis_clients.score(lh, truth))
     print("\n" + card.render())
     assert truth["ledger"]["lost"] == [] and truth["ledger"]["acked"] > 300 and truth["final_read"] == 0
@@ -254,14 +265,15 @@ def test_replayed_core_clients_failover_is_measured_as_a_client_shift(tmp_path_f
     assert "clients: 2 connection(s) (50% of 4) on art-b" in sentences["failover"]
 
 
-def test_replayed_stale_backup_refuses_and_the_outage_names_it(tmp_path_factory, spark):
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_stale_backup"))
+def test_replayed_stale_backup_refuses_and_the_outage_names_it(analysed_recordings):
     """The backup killed, the primary serving alone (it moves the activation sequence on at once),
     then killed: the stale backup started alone logs "Not a candidate" and waits — with no NodeID and
     ActivationSequence -1 on its console, so only ZooKeeper's free lock beside a waiting backup
     shows it. No failover, no split brain; the primary's return is its own restart; the outage's
     incident carries `zk.backup-not-taking-over` on the stale backup."""
     truth = json.loads((FIX / "drill_replication_zk_stale_backup.truth.json").read_text())
-    lh = replayed("drill_replication_zk_stale_backup", tmp_path_factory.mktemp("artemis-stale"), spark)
+    lh = replayed("drill_replication_zk_stale_backup", analysed_recordings)
     card = assert_passed(artemis_stale_backup.score(lh, truth))
     print("\n" + card.render())
     assert truth["primary_sequence_after_backup_loss"] == truth["sequences_before"]["art-a"] + 1

@@ -22,7 +22,7 @@ import pytest
 from brokerscope.drills import artemis_kill
 from collectors.artemis import ArtemisPack
 from collectors.recording import observation_from_envelope, read_envelopes
-from tests.recordings import replayed
+from tests import recordings
 from tests.drill_checks import assert_passed
 from tests.test_artemis_drill_replays import replayed as replayed_artemis
 
@@ -97,13 +97,14 @@ def test_takeover_and_failback_phases_as_the_pack_reads_them():
 
 
 @pytest.fixture(scope="module")
-def analysed_shared(tmp_path_factory, spark):
-    drill = replayed(FIX / "drill_shared_store_kill.yaml", FIX / "drill_shared_store_kill.jsonl.gz",
-                     tmp_path_factory.mktemp("artemis-shared") / "lh", spark)
+def analysed_shared(analysed_recordings):
+    """The worker's one analysis of the recording, shared (read only: tests/recordings.py `Analyses`)."""
+    drill = analysed_recordings(FIX / "drill_shared_store_kill.jsonl.gz")
     assert drill.result.envelopes == drill.result.new_rows == len(SHARED)
     return drill.lh
 
 
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_shared_store_kill"))
 def test_replayed_kill_is_found_within_one_scrape_of_the_truth(analysed_shared):
     card = assert_passed(artemis_kill.score(analysed_shared, SHARED_TRUTH))
     print("\n" + card.render())
@@ -139,8 +140,9 @@ def test_replication_pair_sequence_sync_and_takeover_as_the_pack_reads_them():
     assert b[-1][1]["role"] == "backup"
 
 
-def test_replayed_replication_kill_is_found_and_zookeeper_agrees(tmp_path_factory, spark):
-    lh = replayed_artemis("drill_replication_zk_kill", tmp_path_factory.mktemp("artemis-zk"), spark)
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_kill"))
+def test_replayed_replication_kill_is_found_and_zookeeper_agrees(analysed_recordings):
+    lh = replayed_artemis("drill_replication_zk_kill", analysed_recordings)
     card = assert_passed(artemis_kill.score(lh, REPL_TRUTH))
     print("\n" + card.render())
     zk = lh.read("zk_findings").to_pylist() if lh.exists("zk_findings") else []

@@ -19,21 +19,26 @@ import pytest
 
 from brokerscope.drills import kafka_kill, kafka_mm2
 from lakehouse.store import Lakehouse
-from tests.recordings import replayed
+from tests import recordings
 from tests.drill_checks import assert_passed
+from tests.recordings import replayed
 
 FIX = Path(__file__).parent / "fixtures" / "kafka"
 
 
-def analysed(stem: str, tmp_path_factory, spark) -> tuple[Lakehouse, dict]:
-    drill = replayed(FIX / f"drill_{stem}.yaml", FIX / f"drill_{stem}.jsonl.gz", tmp_path_factory.mktemp(stem) / "lh", spark)
+def analysed(stem: str, analyses: recordings.Analyses) -> tuple[Lakehouse, dict]:
+    """The worker's one analysis of tests/fixtures/kafka/drill_<stem>, shared (read only; a test
+    reading it is in `recordings.group`), and the drill's truth."""
+    drill = analyses(FIX / f"drill_{stem}.jsonl.gz")
     assert drill.result.new_rows > 0
     return drill.lh, json.loads((FIX / f"drill_{stem}.truth.json").read_text())
 
 
-@pytest.mark.parametrize("stem", ["broker_kill", "controller_kill"])
-def test_replayed_kafka_kill_is_found_within_one_scrape_of_the_adminclient(stem, tmp_path_factory, spark):
-    lh, truth = analysed(stem, tmp_path_factory, spark)
+@pytest.mark.parametrize("stem", [
+    pytest.param(s, id=s, marks=pytest.mark.xdist_group(recordings.group(FIX / f"drill_{s}")))
+    for s in ["broker_kill", "controller_kill"]])
+def test_replayed_kafka_kill_is_found_within_one_scrape_of_the_adminclient(stem, analysed_recordings):
+    lh, truth = analysed(stem, analysed_recordings)
     card = assert_passed(kafka_kill.score(lh, truth))
     print("\n" + card.render())
     assert card.detected["under-replicated"] and card.detected["under-min-isr"]
@@ -43,8 +48,9 @@ def test_replayed_kafka_kill_is_found_within_one_scrape_of_the_adminclient(stem,
     assert card.facts["under-min-isr max: findings / AdminClient"] == "3 / 3"
 
 
-def test_replayed_mm2_restart_lag_matches_the_end_offsets(tmp_path_factory, spark):
-    lh, truth = analysed("mm2_restart", tmp_path_factory, spark)
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_mm2_restart"))
+def test_replayed_mm2_restart_lag_matches_the_end_offsets(analysed_recordings):
+    lh, truth = analysed("mm2_restart", analysed_recordings)
     card = assert_passed(kafka_mm2.score(lh, truth))
     print("\n" + card.render())
     assert card.facts["mm2 lag rows checked against the AdminClient"] >= 10

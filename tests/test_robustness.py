@@ -5,8 +5,10 @@ split-brain windows, ZooKeeper elections and quorum losses, replication findings
 scrape interval of the undisturbed result, and certainty only goes down (certain → possible), never
 up; with duplicated rows, bronze is row for row the same.
 
-Analysed up to the detections (`analyze(gold_on_gold=False)`): risk states, causes and incidents
-only read them, and are tested on the undisturbed recordings elsewhere."""
+The disturbed recordings are analysed up to the detections (`analyze(gold_on_gold=False)`): risk
+states, causes and incidents only read them, and are tested on the undisturbed recordings
+elsewhere. The undisturbed findings come from the full analysis that the recording's replay tests
+read too (tests/recordings.py `Analyses`): the same detections, as those jobs write none of them."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from collectors.replay import replay
 from lakehouse.store import Lakehouse
 from lakehouse.tables import TABLES
 from settings import Config, config_from_dict
-from tests import perturb
+from tests import perturb, recordings
 
 pytestmark = pytest.mark.slow
 FIX = Path(__file__).parent / "fixtures"
@@ -123,30 +125,28 @@ def bronze(envelopes: list[dict], rec: Recording, where: Path) -> dict[str, list
 
 
 class Undisturbed(dict):
-    """Each recording's undisturbed findings, analysed the first time a test asks for them (under
-    xdist a worker analyses only the recordings whose tests it runs: see `by_recording`)."""
+    """Each recording's undisturbed findings, from its shared analysis (analysed the first time a
+    test of the worker asks for it: see `by_recording`)."""
 
-    def __init__(self, tmp_path_factory, spark, request):
+    def __init__(self, analyses: recordings.Analyses):
         super().__init__()
-        self._tmp, self._spark, self._request = tmp_path_factory, spark, request
+        self._analyses = analyses
 
     def __missing__(self, name: str) -> dict[str, list[dict]]:
         rec = next(r for r in RECORDINGS if r.name == name)
-        if rec.path == FIX / "drill_kill_master.jsonl.gz":  # the session's analysed drill (tests/conftest.py): the same
-            self[name] = findings(Lakehouse(self._request.getfixturevalue("analysed_kill_master").root))
-        else:
-            self[name] = analysed(rec, perturb.read(rec.path), self._tmp.mktemp(rec.name), self._spark)
+        self[name] = findings(self._analyses(rec.path).lh)
         return self[name]
 
 
 @pytest.fixture(scope="module")
-def undisturbed(tmp_path_factory, spark, request):
-    return Undisturbed(tmp_path_factory, spark, request)
+def undisturbed(analysed_recordings):
+    return Undisturbed(analysed_recordings)
 
 
 def by_recording(rec: Recording) -> str:
-    """The xdist group of a recording's tests: they share its undisturbed analysis."""
-    return f"robustness-{rec.name}"
+    """The xdist group of a recording's tests: they share its undisturbed analysis with each other
+    and with the recording's replay tests."""
+    return recordings.group(rec.path)
 
 
 def close(a: datetime, b: datetime, tolerance: float) -> bool:
