@@ -81,10 +81,10 @@ def test_groups_go_out_longest_first_and_unknown_groups_count_a_second_per_test(
     assert longest_first(groups, {"lab": 500.0, "a.py": 2.5}) == ["lab", "b.py", "a.py", "c.py", "d.py"]
 
 
-def test_stored_durations_add_up_a_groups_tests_and_a_partial_run_keeps_the_rest(tmp_path):
+def test_stored_durations_add_up_a_groups_tests_and_replace_the_old_figures(tmp_path):
     path = tmp_path / "durations.json"
-    path.write_text('{"old.py": 7.0, "lab": 1.0}')
+    path.write_text('{"gone.py": 7.0, "lab": 1.0}')
     store_durations({"lab::a": 2.04, "lab::b": 3.0, "x.py::t": 0.5}, {"lab::a": "lab", "lab::b": "lab"}, path)
-    assert known_durations(path) == {"old.py": 7.0, "lab": 5.0, "x.py": 0.5}
+    assert known_durations(path) == {"lab": 5.0, "x.py": 0.5}  # a group that is gone keeps no place
     path.write_text("not json")
     assert known_durations(path) == {}  # unreadable: every group unknown, the run still schedules

@@ -7,8 +7,8 @@ Groups are handed out longest first (by tests/group_durations.json, seconds per 
 earlier whole run), so the two workers finish together instead of one idling behind the other's
 long tail (greedy longest-first list scheduling). A group the file does not know counts one second
 per test. Refresh the file after adding or moving slow tests:
-`python -m pytest -n 2 --dist loadgroup --store-group-durations` (a whole run, every test passed
-or not: the durations are what they cost).
+`python -m pytest -n 2 --dist loadgroup --store-group-durations` (a whole run: the file then holds
+that run's groups only, passed or not, what they cost).
 
 Our own side channel, not pytest-xdist's: xdist 3.8 tags groups by rewriting node ids, which
 pytest 9.2 ignores (pytest-dev/pytest-xdist#1386: tests silently spread as if ungrouped). Each
@@ -96,8 +96,8 @@ def store_durations(spent: dict[str, float], groups: dict[str, str], path: Path 
     for nodeid, seconds in spent.items():
         group = groups.get(nodeid) or file_of(nodeid)
         totals[group] = totals.get(group, 0.0) + seconds
-    merged = {**known_durations(path), **totals}  # a partial run updates what it ran
-    path.write_text(json.dumps({g: round(s, 1) for g, s in sorted(merged.items())}, indent=1) + "\n")
+    # the run's own figures only: a group that no longer exists must not keep its old place
+    path.write_text(json.dumps({g: round(s, 1) for g, s in sorted(totals.items())}, indent=1) + "\n")
 
 
 def read_groups(folder: Path) -> dict[str, str]:
