@@ -82,6 +82,12 @@ class Analyses:
             self._files[key] = files_under(root)
         return self._done[key]
 
+    def lakehouse(self, recording: Path) -> Lakehouse:
+        """The analysed lakehouse of `recording` (read only), checked to hold the replayed rows."""
+        drill = self(recording)
+        assert drill.result.new_rows > 0, f"{recording}: the replay wrote no row"
+        return drill.lh
+
     def written(self) -> list[Path]:
         """The recordings whose shared lakehouse changed since its analysis (a test wrote into it)."""
         return [key for key, files in self._files.items() if files_under(self._done[key].lh.root) != files]
