@@ -716,17 +716,29 @@ def gc_links(gc: DataFrame, findings: DataFrame, elections_df: DataFrame, state:
     lease = (p.join(node_of, "gc_target").alias("p")
              .join(events, (F.col("e.node_id") == F.col("p.node_id")) & (F.col("e.end_ts") >= F.col("p.pause_start"))
                    & (F.col("e.start_ts") <= F.col("p.window_end"))))
+    # one finding per pause and NodeID: the lease first vanishes, then is handed over — two events,
+    # one cause (before: two rows, and the incident told the same cause twice)
+    vanished = F.when(F.col("e.code") == "zk.lease-vanished", F.col("e.end_ts"))
+    handed = F.when(F.col("e.code") == "zk.lock-handover", F.col("e.end_ts"))
+    lease = (lease.groupBy(F.col("p.gc_id").alias("gc_id"), F.col("p.gc_target").alias("gc_target"),
+                           F.col("p.pause_start").alias("pause_start"), F.col("p.pause_ms").alias("pause_ms"),
+                           F.col("p.threshold").alias("threshold"), F.col("e.node_id").alias("node_id"),
+                           F.col("e.ensemble").alias("ensemble"), F.col("e.group_name").alias("group_name"))
+             .agg(F.min(vanished).alias("vanished"), F.min(handed).alias("handed"), F.max("e.end_ts").alias("end_ts"),
+                  F.concat_ws(",", F.array_sort(F.collect_set("e.finding_id"))).alias("event_ids")))
+    what = F.concat_ws(" and ", F.when(F.col("vanished").isNotNull(),
+                                       F.concat(F.lit("vanished by "), F.date_format("vanished", "HH:mm:ss.S"))),
+                       F.when(F.col("handed").isNotNull(),
+                              F.concat(F.lit("was handed over by "), F.date_format("handed", "HH:mm:ss.S"))))
     lease_rows = lease.select(*_finding_cols(
-        "zk.gc-pause-lost-lease", "error", F.col("e.ensemble"), F.col("e.group_name"), F.col("p.gc_target"),
-        F.col("e.node_id"), F.col("p.pause_start"), F.col("e.end_ts"), F.lit(1), F.col("p.pause_ms"),
-        F.col("p.threshold"), "ms",
-        F.format_string("%s paused %.0f ms (GC) from %s; NodeID %s's lease %s by %s — the pause outlasted "
-                        "the ZooKeeper session's budget", F.col("p.gc_target"), F.col("p.pause_ms"),
-                        F.date_format("p.pause_start", "HH:mm:ss.S"), F.col("e.node_id"),
-                        F.when(F.col("e.code") == "zk.lock-handover", F.lit("was handed over")).otherwise(F.lit("vanished")),
-                        F.date_format("e.end_ts", "HH:mm:ss.S")),
+        "zk.gc-pause-lost-lease", "error", F.col("ensemble"), F.col("group_name"), F.col("gc_target"),
+        F.col("node_id"), F.col("pause_start"), F.col("end_ts"), F.lit(1), F.col("pause_ms"),
+        F.col("threshold"), "ms",
+        F.format_string("%s paused %.0f ms (GC) from %s; NodeID %s's lease %s — the pause outlasted "
+                        "the ZooKeeper session's budget", F.col("gc_target"), F.col("pause_ms"),
+                        F.date_format("pause_start", "HH:mm:ss.S"), F.col("node_id"), what),
         "keep every pause under ⅓ of session-ms (heap size, collector, GC tuning) or raise session-ms",
-        F.concat_ws(",", F.col("p.gc_id"), F.col("e.finding_id"))))
+        F.concat_ws(",", F.col("gc_id"), F.col("event_ids"))))
     server_ens = servers.select(F.col("instance").alias("gc_target"), "ensemble").distinct()
     el = elections_df.alias("x")
     elect = (p.join(server_ens, "gc_target").alias("p")

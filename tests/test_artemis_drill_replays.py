@@ -104,6 +104,10 @@ def test_replayed_gc_pause_of_the_primary_is_named_the_failovers_cause(analysed_
     assert "likely cause: a GC pause cost the lock lease (art-a)" in incident["title"]
     gc_causes = {c["confidence"] for c in lh.read("finding_causes").to_pylist() if c["cause_table"] == "gc_findings"}
     assert gc_causes == {"possible"}
+    # one cause for the one pause: the lease vanished, then was handed over — one finding that says both
+    (lost,) = [f for f in lh.read("zk_findings").to_pylist() if f["code"] == "zk.gc-pause-lost-lease"]
+    assert "vanished by" in lost["message"] and "was handed over by" in lost["message"], lost["message"]
+    assert len(lost["related"].split(",")) == 3  # the GC finding and both lease events
 
 
 @pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_quorum_loss"))

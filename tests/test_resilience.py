@@ -25,6 +25,7 @@ import glob
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -193,6 +194,17 @@ def _analyze(cfg: Path, kill_after: tuple[str, float] | None = None) -> tuple[in
     return rc, "".join(out)
 
 
+def assert_spark_was_quiet(out: str) -> None:
+    """`analyze` starts Spark with brokerscope's log4j2 file (as `run` does): its output holds the
+    progress lines (stderr, "· …") and the row counts (stdout, "table: N rows"), no default-profile
+    banner, no "Setting default log level", no WARN lines (tests/test_cli.py tests the -v switch)."""
+    noise = [line for line in out.splitlines()
+             if not line.startswith("· ") and not re.fullmatch(r"\w+: \d+ rows", line)
+             # the JVM's own notice about incubator modules is printed before any logging exists
+             and "incubator modules" not in line]
+    assert noise == [], noise[:20]
+
+
 def _sorted_rows(lh: Lakehouse, name: str) -> list[tuple]:
     return sorted((tuple((k, repr(v)) for k, v in sorted(r.items())) for r in lh.read(name).to_pylist()))
 
@@ -211,6 +223,7 @@ def test_analyzer_killed_9_mid_run_then_rerun_gives_the_clean_gold(analysed_kill
     rc, out = _analyze(killed_cfg)
     rerun_s = time.time() - t0
     assert rc == 0, out[-3000:]
+    assert_spark_was_quiet(out)
     a, b = clean, Lakehouse(tmp_path / "killed" / "lakehouse")
     compared = []
     for name, c in TABLES.items():

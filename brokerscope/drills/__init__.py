@@ -32,6 +32,7 @@ DRILLS: dict[str, str] = {
     "gc-pause": "brokerscope.drills.gc_pause",
     "artemis-kill": "brokerscope.drills.artemis_kill",
     "artemis-kill-zk": "brokerscope.drills.artemis_kill",
+    "artemis-kill-classic": "brokerscope.drills.artemis_kill",
     "artemis-pause-zk": "brokerscope.drills.artemis_pause",
     "artemis-restart-zk": "brokerscope.drills.artemis_restart",
     "artemis-restart-split-brain": "brokerscope.drills.artemis_restart",

@@ -2,8 +2,11 @@
 with ``restart``, start the old primary again → it takes the role back (failback: allow-failback
 is true by default; with the lock manager the returning primary first resyncs as a replica).
 
-Topologies (infra.artemis_lab): ``shared-store`` (file lock on one journal) and ``replication-zk``
-(replication, ZooKeeper lock manager on a real 3-node ensemble from infra.zk_lab).
+Topologies (infra.artemis_lab): ``shared-store`` (file lock on one journal), ``replication-zk``
+(replication, ZooKeeper lock manager on a real 3-node ensemble from infra.zk_lab) and, for
+``artemis-kill-classic``, ``replication`` (classic: no lock manager, the backup's quorum vote) with
+the primary's ``check-for-active-server=true`` — the setting whose absence makes
+``artemis-restart-split-brain``'s restarted primary come back active beside the backup.
 
 Truth: the kill time and pid (the drill's own); the takeover time from the backup's log line —
 AMQ221010 "Backup Server is now active" (shared store) or AMQ221007 "Server is now active"
@@ -40,13 +43,16 @@ SUMMARY = "SIGKILL the Artemis primary → backup takes over (shared store or re
 SUMMARIES = {
     "artemis-kill": "SIGKILL the Artemis shared-store primary → backup takes over (AMQ221010); restart → failback",
     "artemis-kill-zk": "SIGKILL the Artemis replication primary (ZooKeeper lock manager) → backup takes over; restart → failback",
+    "artemis-kill-classic": "SIGKILL the Artemis classic replication primary (check-for-active-server true) → backup "
+                            "takes over; restart → it resyncs as backup, then fails back (no split brain)",
 }
 QUEUE = "brokerscope.lab"
-TAKEOVER = {"shared-store": r"AMQ221010", "replication-zk": r"AMQ221007"}
-#: drill name → (topology, restart the old primary afterwards)
-VARIANTS = {"artemis-kill": ("shared-store", True), "artemis-kill-zk": ("replication-zk", True)}
+TAKEOVER = {"shared-store": r"AMQ221010", "replication-zk": r"AMQ221007", "replication": r"AMQ221007"}
+#: drill name → (topology, restart the old primary afterwards, broker → its own HaSpec fields)
+VARIANTS = {"artemis-kill": ("shared-store", True, {}), "artemis-kill-zk": ("replication-zk", True, {}),
+            "artemis-kill-classic": ("replication", True, {"art-a": {"check_for_active": True}})}
 #: the backup's log line when it steps aside for the returning primary (failback)
-ASIDE = {"shared-store": r"AMQ221008", "replication-zk": r"AMQ221039"}
+ASIDE = {"shared-store": r"AMQ221008", "replication-zk": r"AMQ221039", "replication": r"AMQ221039"}
 
 
 def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str = "artemis-kill",
@@ -62,7 +68,8 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False, variant: str =
     truth: dict = {"drill": variant, "topology": topology, "scrape_interval_s": interval}
     zk = _ensemble(workdir, topology)
     try:
-        pair = ArtemisPair(workdir / "lab", topology, zk_connect=zk.connect_string if zk else None)
+        pair = ArtemisPair(workdir / "lab", topology, zk_connect=zk.connect_string if zk else None,
+                           ha_overrides=VARIANTS[variant][2])
         try:
             _drive(pair, workdir, interval, truth, restart, _zk_targets(zk, pair))
         finally:
