@@ -25,6 +25,9 @@ drill's own ground truth:
     tests/fixtures/artemis/drill_replication_restart_split_brain.*  classic replication, the primary
         without check-for-active-server restarted after the failover: it comes back active — a real
         split brain, ended by SIGKILL
+    tests/fixtures/artemis/drill_replication_classic_failback.*  the same classic pair, the primary
+        with check-for-active-server=true (drill artemis-kill-classic): restarted, it comes back as
+        a backup, resynchronizes and fails back — no split brain
     tests/fixtures/artemis/drill_replication_zk_stale_backup.*  the lock-manager pair, SIGKILL of the
         backup, then of the primary; the stale backup started alone refuses to activate
         (brokerscope.drills.artemis_stale_backup); the primary's restart ends the outage
@@ -42,6 +45,7 @@ import pytest
 
 from brokerscope.drills import (
     artemis_clients,
+    artemis_kill,
     artemis_gc_pause,
     artemis_link_cut,
     artemis_pause,
@@ -226,6 +230,26 @@ def test_replayed_restart_without_check_for_active_server_is_a_certain_split_bra
     (incident,) = [i for i in incidents if i["incident_id"] == incident_id]
     assert incident["severity"] == "critical"
     assert {e["code"] for e in evidence if e["incident_id"] == incident_id} >= {"check-for-live-server-off"}
+
+
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_classic_failback"))
+def test_replayed_restart_with_check_for_active_server_fails_back_without_a_split_brain(analysed_recordings):
+    """The same classic pair with the primary's check-for-active-server=true (drill
+    artemis-kill-classic): the restarted primary finds the active backup, starts as its backup
+    (AMQ221109), resynchronizes (AMQ221024) and takes the role back — a failover and a failback
+    within a scrape of the log lines, no split brain, and no check-for-live-server-off finding."""
+    truth = json.loads((FIX / "drill_replication_classic_failback.truth.json").read_text())
+    lh = replayed("drill_replication_classic_failback", analysed_recordings)
+    card = assert_passed(artemis_kill.score(lh, truth))
+    print("\n" + card.render())
+    assert card.detected == {"no split brain": True, "failover": True, "failback": True}
+    lines = truth["restart_log_ts"]  # backup first, synchronized, then active again
+    assert truth["restart_ts"] < lines["started as backup (AMQ221109)"] < lines["synchronized (AMQ221024)"] \
+        < truth["failback_log_ts"]
+    assert lh.read("split_brain_windows").num_rows == 0
+    assert not [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "check-for-live-server-off"]
+    (back,) = [e for e in lh.read("failover_events").to_pylist() if e["event_type"] == "failback"]
+    assert (back["from_instance"], back["to_instance"]) == ("art-b", "art-a")
 
 
 @pytest.mark.xdist_group(recordings.group(FIX / "drill_shared_store_core_clients"))

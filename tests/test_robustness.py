@@ -77,6 +77,10 @@ RECORDINGS = [
     Recording("artemis-replication-zk-link-cut", A / "drill_replication_zk_link_cut", "art-a"),
     Recording("artemis-replication-link-cut", A / "drill_replication_link_cut", "art-a"),
     Recording("artemis-replication-restart-split-brain", A / "drill_replication_restart_split_brain", "art-b"),
+    # 13 s long, the failover at 3.2 s and the failback at 11.1 s: no quiet stretch; a hole longer than
+    # the 3.5-s tolerance in the backup while it serves, ending 2 s before the failback
+    Recording("artemis-replication-classic-failback", A / "drill_replication_classic_failback", "art-b", 4.5,
+              hole_length_s=4.5),
     Recording("artemis-shared-store-clients", A / "drill_shared_store_clients", "art-a"),
     Recording("artemis-shared-store-core-clients", A / "drill_shared_store_core_clients", "art-a"),
     Recording("artemis-replication-zk-stale-backup", A / "drill_replication_zk_stale_backup", "art-a"),

@@ -35,7 +35,7 @@ from brokerscope.drills.common import (
     write_truth,
 )
 from collectors.scraper import scrape_timeout
-from infra.artemis_lab import ArtemisPair, log_times, stomp_send
+from infra.artemis_lab import ArtemisPair, first_log_times, log_times, stomp_send
 from infra.zk_lab import ZkEnsemble
 
 NAME = "artemis-kill"
@@ -155,10 +155,33 @@ def _truth_from_logs(pair, truth: dict) -> None:
         truth["failback_aside_log_ts"] = aside[0][0] if aside else None
         truth["failback_log_ts"] = back[0][0] if back else None
         truth["failback_console_log_ts"] = console[0][0] if console else None
+        # a replication primary returns as a backup first (AMQ221109), resynchronizes (AMQ221024), then
+        # asks for the role back; a shared-store primary just waits for the file lock (neither line)
+        truth["restart_log_ts"] = first_log_times(pair, {"started as backup (AMQ221109)": (primary, r"AMQ221109"),
+                                                         "synchronized (AMQ221024)": (primary, r"AMQ221024")},
+                                                  truth["restart_ts"])
 
 
 def score(lh, truth: dict) -> Scorecard:
-    return score_tables(rows(lh, "failover_events"), rows(lh, "role_intervals"), rows(lh, "split_brain_windows"), truth)
+    failovers = rows(lh, "failover_events")
+    card = score_tables(failovers, rows(lh, "role_intervals"), rows(lh, "split_brain_windows"), truth)
+    if "restart_ts" in truth:
+        _restart_facts(card, rows(lh, "broker_state"), failovers, truth)
+    return card
+
+
+def _restart_facts(card: Scorecard, states: list[dict], failovers: list[dict], truth: dict) -> None:
+    """What the returning primary did before it took the role back (its own log lines, s after the
+    restart) and how often a scrape saw it as a backup in between (a fact, not a bar: on classic
+    replication with check-for-active-server it is a backup for about a second)."""
+    restart, old = truth["restart_ts"], truth["master_before"]
+    lines = {k: round(t - restart, 3) for k, t in (truth.get("restart_log_ts") or {}).items() if t is not None}
+    if lines:
+        card.facts["restarted primary's lines (s after restart)"] = lines
+    back = [epoch(e["new_first_active"]) for e in hand_overs(failovers) if e["event_type"] == "failback"]
+    until = min(back, default=float("inf"))
+    card.facts["restarted primary seen as backup before the failback (scrapes)"] = sum(
+        1 for s in states if s["instance"] == old and s["role"] == "backup" and restart <= epoch(s["ts"]) < until)
 
 
 def score_tables(failovers: list[dict], intervals: list[dict], split_brain: list[dict], truth: dict) -> Scorecard:
