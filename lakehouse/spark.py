@@ -609,8 +609,8 @@ class SparkLakehouse:
         """An unpartitioned table into the staging folder through the driver: collected as Arrow,
         written as one Parquet file by pyarrow. The unpartitioned contracts hold events, intervals and
         findings (the per-scrape series are partitioned by date), so a result is thousands of rows, not
-        millions; Spark's own Parquet write of such a result costs ~80 ms more per table in its
-        output-commit protocol, 1.5 s of a 10-s analysis (BENCHMARKS.md "Suite time")."""
+        millions. Spark's own Parquet write (a write job, its output-commit protocol) of such small
+        results cost 1.5 s more per 10-s analysis of the kill-master drill (BENCHMARKS.md, session 13)."""
         table = sdf.toArrow().cast(c.schema)
         fs, base = _pyarrow_fs(self.lakehouse.uri(c.name))
         stage = f"{base}/{staging_rel}"

@@ -173,7 +173,7 @@ def score(lh, truth: dict) -> Scorecard:
 def _restart_facts(card: Scorecard, states: list[dict], failovers: list[dict], truth: dict) -> None:
     """What the returning primary did before it took the role back (its own log lines, s after the
     restart) and how often a scrape saw it as a backup in between (a fact, not a bar: on classic
-    replication with check-for-active-server it is a backup for about a second)."""
+    replication with check-for-active-server its console answers as a backup for under 0.1 s)."""
     restart, old = truth["restart_ts"], truth["master_before"]
     lines = {k: round(t - restart, 3) for k, t in (truth.get("restart_log_ts") or {}).items() if t is not None}
     if lines:
