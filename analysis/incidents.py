@@ -137,7 +137,10 @@ def zk_evidence(zk: DataFrame, kinds: dict[str, str]) -> DataFrame:
         "zk_findings", F.col("finding_id"), F.col("code"), _severity(F.col("code"), F.col("severity")), F.col("group_name"),
         F.col("instance"), F.col("start_ts"), F.col("end_ts"), F.col("message"), F.col("group_name"),
         F.when(ensemble_level, "zookeeper").otherwise(broker_kind), F.col("advice"), F.lit(False),
-        F.format_string("%s in %s", "code", "group_name")))
+        # an outage nobody took over has no failover to title it: say what did not happen
+        F.when(F.col("code") == "zk.backup-not-taking-over", F.format_string(
+            "no failover in %s: backup %s did not take the free lock (seen waiting %.1f s)", "group_name", "instance",
+            "value")).otherwise(F.format_string("%s in %s", "code", "group_name"))))
 
 
 def group_check_evidence(checks: DataFrame) -> DataFrame:
