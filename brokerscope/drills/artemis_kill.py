@@ -47,10 +47,11 @@ SUMMARIES = {
                             "takes over; restart → it resyncs as backup, then fails back (no split brain)",
 }
 QUEUE = "brokerscope.lab"
+PRIMARY = "art-a"  # infra.artemis_lab.ArtemisPair's default names: primary first
 TAKEOVER = {"shared-store": r"AMQ221010", "replication-zk": r"AMQ221007", "replication": r"AMQ221007"}
 #: drill name → (topology, restart the old primary afterwards, broker → its own HaSpec fields)
 VARIANTS = {"artemis-kill": ("shared-store", True, {}), "artemis-kill-zk": ("replication-zk", True, {}),
-            "artemis-kill-classic": ("replication", True, {"art-a": {"check_for_active": True}})}
+            "artemis-kill-classic": ("replication", True, {PRIMARY: {"check_for_active": True}})}
 #: the backup's log line when it steps aside for the returning primary (failback)
 ASIDE = {"shared-store": r"AMQ221008", "replication-zk": r"AMQ221039", "replication": r"AMQ221039"}
 
@@ -147,18 +148,15 @@ def _truth_from_logs(pair, truth: dict) -> None:
     truth["takeover_log_ts"] = found[0][0] if found else None
     truth["takeover_log_line"] = found[0][1] if found else None
     if "restart_ts" in truth:
-        aside = log_times(pair.broker_log(backup), ASIDE[pair.topology], truth["restart_ts"])
-        back = log_times(pair.broker_log(primary), "AMQ221007", truth["restart_ts"])
         # a primary starts its web console (and so its Jolokia) only after activating: 0.7-1.3 s
-        # after AMQ221007 here, so that is when a scrape can first see it active
-        console = log_times(pair.broker_log(primary), "AMQ241002", truth["restart_ts"])
-        truth["failback_aside_log_ts"] = aside[0][0] if aside else None
-        truth["failback_log_ts"] = back[0][0] if back else None
-        truth["failback_console_log_ts"] = console[0][0] if console else None
-        # a replication primary returns as a backup first (AMQ221109), resynchronizes (AMQ221024), then
-        # asks for the role back; a shared-store primary just waits for the file lock (neither line)
-        truth["restart_log_ts"] = first_log_times(pair, {"started as backup (AMQ221109)": (primary, r"AMQ221109"),
-                                                         "synchronized (AMQ221024)": (primary, r"AMQ221024")},
+        # after AMQ221007 here, so that is when a scrape can first see it active. A replication
+        # primary returns as a backup first (AMQ221109), resynchronizes (AMQ221024), then asks for the
+        # role back; a shared-store primary just waits for the file lock (neither line).
+        truth.update(first_log_times(pair, {"failback_aside_log_ts": (backup, ASIDE[pair.topology]),
+                                            "failback_log_ts": (primary, "AMQ221007"),
+                                            "failback_console_log_ts": (primary, "AMQ241002")}, truth["restart_ts"]))
+        truth["restart_log_ts"] = first_log_times(pair, {"started as backup (AMQ221109)": (primary, "AMQ221109"),
+                                                         "synchronized (AMQ221024)": (primary, "AMQ221024")},
                                                   truth["restart_ts"])
 
 
