@@ -1,5 +1,5 @@
 """The ZooKeeper job: bronze_zk → silver zk_server_state, zk_coordination → gold zk_quorum,
-zk_elections, zk_findings (joined with broker_state and, when P3 has written it, gc_findings).
+zk_elections, zk_findings (joined with broker_state, collector_health and, when P3 has written it, gc_findings).
 
 Small pure steps: row-level parsing lives in `collectors.zookeeper.parse`; the per-ensemble,
 per-server and per-NodeID sequence logic is plain pandas (run inside `applyInPandas`); joins are
@@ -653,13 +653,20 @@ def sequence_checks(coord: DataFrame, state: DataFrame, max_age_s: float) -> Dat
     return behind.unionByName(stale)
 
 
-def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams) -> DataFrame:
+def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams, health: DataFrame) -> DataFrame:
     """zk.backup-not-taking-over: while no broker held a NodeID's primary lock (a `zk.lease-count` 0
     run), a backup of that NodeID's group was seen waiting (answered: backup, not active) and seen
     waiting again more than its lock-manager session plus two scrapes later: it had the free lock
-    to take and did not. A backup without a synchronized replica cannot activate; Artemis 2.40.0
-    measured (drill artemis-stale-backup-zk): a stale backup logs "Not a candidate" and answers
-    Backup true with no NodeID and ActivationSequence -1, so `zk.backup-stale` cannot see it."""
+    to take and did not. Why, from what was observed (Artemis 2.40.0, measured):
+
+    * a peer of the group was *silent* (its scrapes timed out, collector_health `error_kind`, and it
+      answered none before the last of them): a frozen JVM or a cut network. A replicating backup activates when its
+      replication link to the live fails, not when the lock is free, and a frozen live keeps that link
+      open (drill artemis-pause-zk): the backup waits until the live wakes, learns its session expired
+      and stops;
+    * otherwise (the live is gone: refused, or no peer seen) the backup has no synchronized replica:
+      a stale backup logs "Not a candidate" and answers Backup true with no NodeID and
+      ActivationSequence -1, so `zk.backup-stale` cannot see it (drill artemis-stale-backup-zk)."""
     free = (lock.where((F.col("code") == "zk.lease-count") & (F.col("value") == 0))
             .select("ensemble", "group_name", "node_id", F.col("start_ts").alias("free_start"),
                     F.col("end_ts").alias("free_end")))
@@ -676,18 +683,52 @@ def backups_not_taking_over(lock: DataFrame, state: DataFrame, params: ZkParams)
          .withColumn("bar", session + 2 * params.scrape_interval_s)
          .withColumn("waited", (F.unix_micros("end") - F.unix_micros("start")) / 1e6)
          .where(F.col("waited") > F.col("bar")))
-    msg = F.format_string(
+    g = _with_silent_peer(g, state, health)
+    waited = F.format_string(
         "backup %s was seen waiting from %s to %s (%d scrapes) while no broker held the primary lock of NodeID %s: "
-        "it did not take the free lock within its %.1f-s session — a backup without a synchronized replica "
-        "(stale: its activation sequence behind the coordinated one) cannot activate",
-        F.col("instance"), F.date_format("start", "HH:mm:ss.S"), F.date_format("end", "HH:mm:ss.S"), F.col("n"),
-        F.col("node_id"), F.col("bar") - 2 * params.scrape_interval_s)
-    advice = ("its log says \"Not a candidate … local activation sequence … does not match\" when it is stale; "
-              "start the broker with the latest journal (the last primary): the backup resynchronizes from it; "
-              "forcing the stale backup active (`artemis activation set`) loses what it missed")
+        "it did not take the free lock within its %.1f-s session", F.col("instance"),
+        F.date_format("start", "HH:mm:ss.S"), F.date_format("end", "HH:mm:ss.S"), F.col("n"), F.col("node_id"),
+        F.col("bar") - 2 * params.scrape_interval_s)
+    msg = F.when(F.col("silent_peer").isNotNull(), F.concat(waited, F.format_string(
+        " — %s was silent (its scrapes timed out from %s to %s: a frozen JVM or a cut network), and a replicating "
+        "backup activates when its replication link to the live fails, not when the lock is free: a frozen live "
+        "keeps that link open", F.col("silent_peer"), F.date_format("silent_from", "HH:mm:ss.S"),
+        F.date_format("silent_to", "HH:mm:ss.S")))).otherwise(F.concat(waited, F.lit(
+            " — a backup without a synchronized replica (stale: its activation sequence behind the coordinated one) "
+            "cannot activate")))
+    advice = F.when(F.col("silent_peer").isNotNull(), F.lit(
+        "find why the live is silent (a long GC or a frozen VM: its GC log; a cut network: the links between the "
+        "pair). A live that wakes learns its session expired and stops, and the backup takes over then; one that "
+        "stays frozen keeps the service down — stop it (kill -9) so the backup takes over")).otherwise(F.lit(
+            "its log says \"Not a candidate … local activation sequence … does not match\" when it is stale; "
+            "start the broker with the latest journal (the last primary): the backup resynchronizes from it; "
+            "forcing the stale backup active (`artemis activation set`) loses what it missed"))
     return g.select(*_finding_cols("zk.backup-not-taking-over", "error", F.col("ensemble"), F.col("group_name"),
                                    F.col("instance"), F.col("node_id"), F.col("start"), F.col("end"), F.col("n"),
                                    F.col("waited"), F.col("bar"), "s", msg, advice, F.lit(None).cast("string")))
+
+
+def _with_silent_peer(waits: DataFrame, state: DataFrame, health: DataFrame) -> DataFrame:
+    """`silent_peer` (and `silent_from`, `silent_to`): another instance of the waiting backup's
+    group whose scrapes timed out during the wait, with no answer before its last timeout (it may
+    answer after: a frozen live that woke); else null. Refused scrapes are a JVM that is gone, not
+    silent; no scrape in collector_health is no evidence: null."""
+    peers = (state.where(F.col("kind") == "artemis").select("group_name", F.col("instance").alias("peer"))
+             .distinct())
+    scrapes = health.select(F.col("instance").alias("peer"), F.col("ts").alias("scrape_ts"), "answered", "error_kind")
+    timed_out = F.when(F.col("error_kind") == "timeout", F.col("scrape_ts"))
+    silent = (waits.join(peers, "group_name").where(F.col("peer") != F.col("instance"))
+              .join(scrapes, "peer").where(F.col("scrape_ts").between(F.col("start"), F.col("end")))
+              .groupBy("group_name", "instance", "free_start", "peer")
+              .agg(F.min(timed_out).alias("silent_from"), F.max(timed_out).alias("silent_to"),
+                   F.min(F.when(F.col("answered"), F.col("scrape_ts"))).alias("first_answer"))
+              .where(F.col("silent_to").isNotNull()
+                     & (F.col("first_answer").isNull() | (F.col("first_answer") > F.col("silent_to"))))
+              .groupBy("group_name", "instance", "free_start")
+              .agg(F.min_by(F.struct("peer", "silent_from", "silent_to"), "peer").alias("s"))
+              .select("group_name", "instance", "free_start", F.col("s.peer").alias("silent_peer"),
+                      F.col("s.silent_from").alias("silent_from"), F.col("s.silent_to").alias("silent_to")))
+    return waits.join(silent, ["group_name", "instance", "free_start"], "left")
 
 
 def broker_groups(coord_findings: DataFrame, state: DataFrame) -> DataFrame:
@@ -760,7 +801,7 @@ def gc_links(gc: DataFrame, findings: DataFrame, elections_df: DataFrame, state:
 
 
 def run_zookeeper(slh, params: ZkParams, progress=None) -> dict[str, int]:
-    """Read bronze_zk (and broker_state, gc_findings), write silver and gold (overwrite: idempotent)."""
+    """Read bronze_zk (and broker_state, collector_health, gc_findings), write silver and gold (overwrite: idempotent)."""
     say = progress or (lambda msg: None)
     counts: dict[str, int] = {}
     bronze = slh.read("bronze_zk")
@@ -770,6 +811,7 @@ def run_zookeeper(slh, params: ZkParams, progress=None) -> dict[str, int]:
     states = slh.read("zk_server_state").cache()
     coord = slh.read("zk_coordination").cache()
     broker_state = slh.read("broker_state")
+    health = slh.read("collector_health", columns=["instance", "ts", "answered", "error_kind"])
     say("silver → gold zk_quorum, zk_elections, zk_findings")
     rounds = rounds_of(states, params).cache()
     counts["zk_quorum"] = slh.write("zk_quorum", _per_ensemble(rounds, quorum_intervals, ZK_QUORUM))
@@ -779,7 +821,7 @@ def run_zookeeper(slh, params: ZkParams, progress=None) -> dict[str, int]:
              .unionByName(spikes(states, params))
              .unionByName(lock)
              .unionByName(sequence_checks(coord, broker_state, max_age_s=max(3 * params.scrape_interval_s, 10.0)))
-             .unionByName(backups_not_taking_over(lock, broker_state, params))
+             .unionByName(backups_not_taking_over(lock, broker_state, params, health))
              .unionByName(gc_links(slh.read("gc_findings"), lock, slh.read("zk_elections"), broker_state, states,
                                    slack_s=2 * params.scrape_interval_s)))
     counts["zk_findings"] = slh.write("zk_findings", found)

@@ -178,7 +178,7 @@ class Ledger:
     lost: list[int] = field(default_factory=list)  # acknowledged by the broker, never received
     duplicated: dict[int, int] = field(default_factory=dict)  # received more than once: times
     unacked_delivered: int = 0  # sent without a RECEIPT (indeterminate) and received anyway
-    # delivered, then the commit failed over with "commit may have been successful" (AMQ219031) and it
+    # delivered, then the commit failed with its outcome unknown (AMQ219031, a timeout) and it
     # never came again: the application had it, the broker consumed it — not lost, not received
     commit_indeterminate: list[int] = field(default_factory=list)
 
@@ -187,7 +187,8 @@ class Ledger:
         """The producer's sends against what the consumers received: the application's consumer and,
         Jepsen's final read, a fresh one that drained the queue at the end (what is left is not lost).
         A consumer's `commit_indeterminate` ids are deliveries whose commit outcome the broker left
-        unknown (the Core client's AMQ219031; measured: drill artemis-clients-core, 2026-11-26)."""
+        unknown (the Core client's AMQ219031 or a timed-out commit; measured: drills artemis-clients-core
+        and artemis-clients-core-pause-zk)."""
         received = [m for c in consumers for m in c.received]
         got = Counter(received)
         indeterminate = set(producer.attempted) - producer.acked

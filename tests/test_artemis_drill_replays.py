@@ -5,6 +5,10 @@ drill's own ground truth:
     tests/fixtures/artemis/drill_replication_zk_pause.*        replication + ZooKeeper lock manager
         (session 4 s), SIGSTOP of the primary for 12 s (brokerscope.drills.artemis_pause): the
         backup waits, the primary exits after SIGCONT
+    tests/fixtures/artemis/drill_replication_zk_pause_core_clients.*  the same SIGSTOP under a Core JMS
+        producer and consumer on the pair's failover URL (drill artemis-clients-core-pause-zk): a
+        silent live — the clients detect it at connectionTTL, wait, are back on the resumed primary,
+        then fail over to the backup
     tests/fixtures/artemis/drill_replication_zk_quorum_loss.*  the same pair, its ensemble without
         quorum for 8 s (brokerscope.drills.artemis_zk_quorum): the primary serves on, stops once the
         quorum is back; the backup takes over
@@ -45,6 +49,7 @@ import pytest
 
 from brokerscope.drills import (
     artemis_clients,
+    artemis_clients_pause,
     artemis_kill,
     artemis_gc_pause,
     artemis_link_cut,
@@ -89,6 +94,38 @@ def test_replayed_pause_of_the_replication_primary_is_told_as_a_silent_live_then
     assert "state unknown" in silent.text
     risks = [r for r in lh.read("risk_findings").to_pylist() if r["code"] == "failover-duration"]
     assert risks and all("session-ms 4.0 s)" in r["message"] and "session-ms 18" not in r["message"] for r in risks)
+    # the backup waited beside a free lock because its link to the frozen primary stayed open: not stale
+    (wait,) = [f for f in lh.read("zk_findings").to_pylist() if f["code"] == "zk.backup-not-taking-over"]
+    assert "art-a was silent (its scrapes timed out" in wait["message"] and "stale" not in wait["message"]
+
+
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_pause_core_clients"))
+def test_replayed_silent_live_under_core_clients_is_a_pause_then_a_failover_and_a_client_shift(analysed_recordings):
+    """SIGSTOP of the lock-manager primary for 12 s under the Core clients (connectionTTL 5 s,
+    clientFailureCheckPeriod 1 s): the drill's bar on the replay. What the clients did: no data for
+    connectionTTL → FAILURE_DETECTED at +5–6 s (not at clientFailureCheckPeriod), their reconnection
+    hung on the frozen JVM until SIGCONT, they were back on the resumed primary, left it when it
+    stopped itself (session expired) and completed their failover on the backup within 0.3 s of its
+    AMQ221007. brokerscope: the pause, one failover, a client shift measured from the primary's last
+    answer with them (after SIGCONT), and the backup's long wait told as a silent live, not as a
+    stale backup."""
+    truth = json.loads((FIX / "drill_replication_zk_pause_core_clients.truth.json").read_text())
+    lh = replayed("drill_replication_zk_pause_core_clients", analysed_recordings)
+    card = assert_passed(artemis_clients_pause.score(lh, truth))
+    print("\n" + card.render())
+    ledger, ttl = truth["ledger"], truth["client_settings"]["connection_ttl_ms"] / 1000
+    assert ledger["lost"] == [] and ledger["acked"] > 300 and truth["final_read"] == 0
+    assert not truth["dual_active"] and not truth["backup_active_during_pause"]
+    detected = artemis_clients.core_event_times(truth, "FAILURE_DETECTED")
+    assert all(ttl <= t - truth["sigstop_ts"] <= 2 * ttl + 1.0 for t in detected.values())
+    on_backup = truth["clients_on_backup"]
+    assert all(x["left"] > truth["sigcont_ts"] and x["working"] > truth["takeover_log_ts"] for x in on_backup.values())
+
+    (shift,) = lh.read("client_shifts").to_pylist()
+    assert shift["state"] == "arrived" and epoch(shift["before_ts"]) > truth["sigcont_ts"]  # its answer after SIGCONT
+    (wait,) = [f for f in lh.read("zk_findings").to_pylist() if f["code"] == "zk.backup-not-taking-over"]
+    assert wait["instance"] == "art-b" and "art-a was silent (its scrapes timed out" in wait["message"]
+    assert "stale" not in wait["message"] and "stop it (kill -9)" in wait["advice"]
 
 
 @pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_gc_pause"))

@@ -61,13 +61,17 @@ def test_ledgers_read_back_into_the_jepsen_counts(tmp_path):
 def test_a_commit_the_failover_left_undecided_is_not_counted_lost(tmp_path):
     """Measured (drill artemis-clients-core, 2026-11-26): message 149 delivered, its commit failed
     over with AMQ219031 ("rolled back on failover however commit may have been successful") and it
-    never came again — the broker had consumed it. Not lost; a commit that failed without that code
-    and never came again is."""
-    (tmp_path / "p.jsonl").write_text("\n".join(f'{{"t":1.{i},"ev":"{ev}","id":{i}}}' for i in (0, 1) for ev in ("send", "acked")) + "\n")
+    never came again — the broker had consumed it. So did message 144 of drill
+    artemis-clients-core-pause-zk (2026-11-27), whose commit timed out (AMQ219014) on the frozen live
+    that committed it on SIGCONT. Not lost; a commit the client was told was rolled back
+    (TransactionRolledBackException) that never came again is."""
+    (tmp_path / "p.jsonl").write_text("\n".join(f'{{"t":1.{i},"ev":"{ev}","id":{i}}}' for i in (0, 1, 2) for ev in ("send", "acked")) + "\n")
     (tmp_path / "c.jsonl").write_text("\n".join([
         '{"t":2.0,"ev":"received","id":0,"redelivered":false}',
         '{"t":2.1,"ev":"rolled-back","id":0,"error":"JMSException: AMQ219031: The transaction was rolled back on failover however commit may have been successful"}',
         '{"t":2.2,"ev":"received","id":1,"redelivered":false}',
-        '{"t":2.3,"ev":"rolled-back","id":1,"error":"TransactionRolledBackException"}']) + "\n")
+        '{"t":2.3,"ev":"rolled-back","id":1,"error":"TransactionRolledBackException: AMQ219030: The transaction was rolled back on failover to a backup server"}',
+        '{"t":2.4,"ev":"received","id":2,"redelivered":false}',
+        '{"t":7.4,"ev":"rolled-back","id":2,"error":"JMSException: AMQ219014: Timed out after waiting 5000 ms for response when sending packet 68"}']) + "\n")
     ledger = Ledger.of(ClientLedger.read("p", tmp_path / "p.jsonl"), ClientLedger.read("c", tmp_path / "c.jsonl"))
-    assert ledger.commit_indeterminate == [0] and ledger.lost == [1]
+    assert ledger.commit_indeterminate == [0, 2] and ledger.lost == [1]

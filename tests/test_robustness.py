@@ -72,6 +72,7 @@ RECORDINGS = [
     Recording("artemis-shared-store-kill", A / "drill_shared_store_kill", "art-b"),
     Recording("artemis-replication-zk-kill", A / "drill_replication_zk_kill", "art-b", 10.5),
     Recording("artemis-replication-zk-pause", A / "drill_replication_zk_pause", "art-b"),
+    Recording("artemis-replication-zk-pause-core-clients", A / "drill_replication_zk_pause_core_clients", "art-b"),
     Recording("artemis-replication-zk-quorum-loss", A / "drill_replication_zk_quorum_loss", "art-a"),
     Recording("artemis-replication-zk-restart", A / "drill_replication_zk_restart", "art-b"),
     Recording("artemis-replication-zk-link-cut", A / "drill_replication_zk_link_cut", "art-a"),

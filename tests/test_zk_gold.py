@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from analysis.zookeeper import (elections, ensemble_risks, ensemble_rounds, gc_links, lock_findings, quorum_intervals,
+from analysis.zookeeper import (ZkParams, backups_not_taking_over, elections, ensemble_risks, ensemble_rounds, gc_links, lock_findings, quorum_intervals,
                                 server_spikes)
-from lakehouse.tables import BROKER_STATE, GC_FINDINGS, ZK_ELECTIONS, ZK_FINDINGS, ZK_SERVER_STATE
+from lakehouse.tables import BROKER_STATE, COLLECTOR_HEALTH, GC_FINDINGS, ZK_ELECTIONS, ZK_FINDINGS, ZK_SERVER_STATE
 
 T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
 
@@ -199,6 +199,41 @@ def test_a_zookeeper_server_pause_is_linked_to_the_election_it_caused(spark):
     links = gc_links(gc, empty_findings, el, empty_state, servers, slack_s=1.0).collect()
     assert [(r.code, r.instance, r.related) for r in links] == [("zk.gc-pause-election", "zk2", "g1,e1")]
     assert "paused 4000 ms (GC)" in links[0].message and "elected zk1 (epoch 5)" in links[0].message
+
+
+@pytest.mark.parametrize("primary_scrapes, why", [
+    ("timeout", "art-a was silent (its scrapes timed out from 01:00:00.0 to 01:00:10.0"),  # frozen, or a cut network
+    ("woke", "art-a was silent (its scrapes timed out from 01:00:00.0 to 01:00:08.0"),  # SIGCONT: it answers again
+    ("refused", "stale"),  # the primary is gone: a backup that could activate would have
+    ("answered-between", "stale"),  # it answered in between: no evidence the link stayed open
+])
+def test_why_a_backup_did_not_take_the_free_lock(spark, primary_scrapes, why):
+    """Artemis 2.40.0, measured: a replicating backup activates when its replication link fails, not
+    when the lock is free, so beside a *silent* live (scrapes timing out: the link stays open to a
+    frozen JVM) a backup waits without being stale (drill artemis-pause-zk); beside a live that is
+    gone, a waiting backup is a stale one (drill artemis-stale-backup-zk)."""
+    def df(rows, contract):
+        return spark.createDataFrame([{c: r.get(c) for c in contract.column_names} for r in rows],
+                                     contract.spark_schema())
+
+    lock = df([{"finding_id": "f", "code": "zk.lease-count", "severity": "warn", "ensemble": "ens", "group_name": "N1",
+                "node_id": "N1", "start_ts": t(0), "end_ts": t(10), "observations": 11, "value": 0.0, "unit": "leases",
+                "message": "no lease"}], ZK_FINDINGS)
+    state = df([{"obs_key": f"k{i}", "ts": t(i), "obs_date": "2026-11-22", "kind": "artemis", "group_name": "N1",
+                 "instance": inst, "reachable": inst == "art-b", "role": "backup" if inst == "art-b" else "unknown",
+                 "active": False if inst == "art-b" else None} for i in range(11) for inst in ("art-a", "art-b")],
+               BROKER_STATE)
+    answers = {"woke": {9, 10}, "answered-between": {5}}.get(primary_scrapes, set())
+    kind = "refused" if primary_scrapes == "refused" else "timeout"
+    health = df([{"obs_key": f"k{i}", "ts": t(i), "obs_date": "2026-11-22", "kind": "artemis", "target": "art-a",
+                  "instance": "art-a", "answered": i in answers, "error_kind": None if i in answers else kind,
+                  "items": 0, "items_ok": 0, "items_failed": 0} for i in range(11)], COLLECTOR_HEALTH)
+    params = ZkParams(scrape_interval_s=1.0, session_s={"art-b": 4.0})
+    (found,) = backups_not_taking_over(lock, state, params, health.select("instance", "ts", "answered", "error_kind")
+                                       ).collect()
+    assert (found.code, found.instance, found.value, found.threshold) == ("zk.backup-not-taking-over", "art-b", 10.0, 6.0)
+    assert "did not take the free lock within its 4.0-s session" in found.message and why in found.message
+    assert ("stop it (kill -9)" in found.advice) == (why != "stale")
 
 
 def test_timeline_entries_for_elections_quorum_and_locks():

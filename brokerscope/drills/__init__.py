@@ -41,6 +41,7 @@ DRILLS: dict[str, str] = {
     "artemis-link-cut-zk": "brokerscope.drills.artemis_link_cut",
     "artemis-link-cut": "brokerscope.drills.artemis_link_cut",
     "artemis-clients-core": "brokerscope.drills.artemis_clients",
+    "artemis-clients-core-pause-zk": "brokerscope.drills.artemis_clients_pause",
     "artemis-stale-backup-zk": "brokerscope.drills.artemis_stale_backup",
     "artemis-gc-pause-zk": "brokerscope.drills.artemis_gc_pause",
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",

@@ -84,7 +84,9 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict) -> No
     say(f"starting Artemis shared-store pair: {primary} primary, {backup} backup")
     pair.start(timeout=120)
     truth["master_before"], truth["new_master"] = primary, backup
-    _cfg_path, col = start_collecting(workdir, [pair.target(n) for n in pair.names], interval)
+    # the Core clients' connectionTTL, so brokerscope's failover-duration risk uses it, not Artemis' default
+    gc = {"gc": {"connection_ttl_ms": CORE_SETTINGS.connection_ttl_ms}} if truth["clients_kind"] == "core" else {}
+    _cfg_path, col = start_collecting(workdir, [pair.target(n, **gc) for n in pair.names], interval)
     truth["connections_idle"] = {primary: pair.connections(primary)}
     clients = (CoreJmsClients if truth["clients_kind"] == "core" else StompClients)(pair, workdir, truth)
     with clients:
@@ -189,16 +191,16 @@ class CoreJmsClients:
 
     def wait_failed_over(self, truth: dict) -> None:
         """Until each client's FailoverEventListener said FAILOVER_COMPLETED or FAILOVER_FAILED, at
-        most its reconnect budget plus a blocking call's timeout (and 10 s) after the kill."""
-        s = CORE_SETTINGS
-        deadline = truth["kill_ts"] + (s.reconnect_budget_s or 60.0) + s.call_timeout_ms / 1000 + 10.0
+        most its reconnect budget plus a blocking call's timeout (and 10 s) after the fault."""
+        s, fault = CORE_SETTINGS, fault_at(truth)
+        deadline = fault + (s.reconnect_budget_s or 60.0) + s.call_timeout_ms / 1000 + 10.0
         ends = ("FAILOVER_COMPLETED", "FAILOVER_FAILED")
         while time.time() < deadline:
             ledgers = [self.clients.ledger(n) for n in (self.PRODUCER, self.CONSUMER)]
-            if all(any(e.get("type") in ends and e["t"] >= truth["kill_ts"] for e in c.events) for c in ledgers):
+            if all(any(e.get("type") in ends and e["t"] >= fault for e in c.events) for c in ledgers):
                 break
             time.sleep(0.1)
-        truth["clients_failed_over_waited_s"] = round(time.time() - truth["kill_ts"], 3)
+        truth["clients_failed_over_waited_s"] = round(time.time() - fault, 3)
 
     def stop_producer(self) -> None:
         self.clients.thread_dumps()  # into each client's log: where a client stuck in a call is stuck
@@ -218,16 +220,21 @@ class CoreJmsClients:
 # --------------------------------------------------------------------------------------------------
 
 
+def fault_at(truth: dict) -> float:
+    """When the clients' broker failed: the SIGKILL, or the SIGSTOP of a silent live."""
+    return truth["kill_ts"] if "kill_ts" in truth else truth["sigstop_ts"]
+
+
 def reconnected_at(truth: dict, url: str, when: str = "dialed") -> float | None:
     """STOMP: when the last of the clients dialled (or got CONNECTED from) the broker at `url`."""
     at = [max((c[when] for c in conns if c["url"] == url), default=None) for conns in truth["clients"].values()]
     return None if None in at else max(at)
 
 
-def core_event_times(truth: dict, kind: str) -> dict[str, float | None]:
-    """Core: per client, the first FailoverEventListener event of `kind` after the kill."""
-    return {name: min((e["t"] for e in c["events"] if e.get("type") == kind and e["t"] >= truth["kill_ts"]),
-                      default=None) for name, c in truth["clients"].items()}
+def core_event_times(truth: dict, kind: str, pick=min) -> dict[str, float | None]:
+    """Core: per client, the first (`pick=max`: the last) FailoverEventListener event of `kind` after the fault."""
+    return {name: pick((e["t"] for e in c["events"] if e.get("type") == kind and e["t"] >= fault_at(truth)),
+                       default=None) for name, c in truth["clients"].items()}
 
 
 def client_connections_listed(truth: dict) -> int | None:
@@ -248,8 +255,8 @@ def client_connections_created(truth: dict) -> float | None:
 def clients_back_at(truth: dict) -> tuple[float | None, str]:
     """(when the clients were back on the backup by their own account, what says so)."""
     if truth.get("clients_kind") == "core":
-        done = core_event_times(truth, "FAILOVER_COMPLETED").values()
-        return (None if None in done else max(done)), "their FAILOVER_COMPLETED"
+        done = core_event_times(truth, "FAILOVER_COMPLETED", pick=max).values()  # back for good
+        return (None if None in done else max(done)), "their last FAILOVER_COMPLETED"
     return reconnected_at(truth, truth["stomp_urls"][truth["new_master"]]), "their dial"
 
 
@@ -276,7 +283,7 @@ def _score_ledger(card: Scorecard, truth: dict) -> None:
     card.facts["lost (acknowledged, never received)"] = len(ledger["lost"])
     card.facts["duplicated (received twice or more)"] = len(ledger["duplicated"])
     card.facts["sent without acknowledgement, delivered anyway"] = ledger["unacked_delivered"]
-    card.facts["delivered, commit outcome unknown (AMQ219031), never again"] = ledger.get("commit_indeterminate", [])
+    card.facts["delivered, commit outcome unknown (AMQ219031, a timed-out commit), never again"] = ledger.get("commit_indeterminate", [])
     if "final_read" in truth:
         card.facts["left on the queue at the end (final read)"] = truth["final_read"]
 
@@ -286,7 +293,7 @@ def _score_core_failover(card: Scorecard, truth: dict) -> None:
     truth, not a finding of brokerscope's): how it was detected (a SIGKILL closes the sockets, long
     before clientFailureCheckPeriod), how long the reconnection took against retryInterval ×
     reconnectAttempts and after the backup's AMQ221010, and which client never completed one."""
-    s, kill = truth["client_settings"], truth["kill_ts"]
+    s, kill = truth["client_settings"], fault_at(truth)
     detected, completed = core_event_times(truth, "FAILURE_DETECTED"), core_event_times(truth, "FAILOVER_COMPLETED")
     card.facts["sends unblocked by the failover (indeterminate, sent again)"] = sum(
         c.get("send_failed", 0) for c in truth["clients"].values())
@@ -307,9 +314,11 @@ def _score_core_failover(card: Scorecard, truth: dict) -> None:
         s["connection_ttl_ms"] / 1000)
 
 
-def _score_shift(card: Scorecard, shifts: list[dict], truth: dict) -> None:
-    """brokerscope's gold client_shifts row of the failover against the clients' reconnection."""
-    old, new, kill = truth["master_before"], truth["new_master"], truth["kill_ts"]
+def _score_shift(card: Scorecard, shifts: list[dict], truth: dict, left: float | None = None) -> None:
+    """brokerscope's gold client_shifts row of the failover against the clients' reconnection, which
+    began when they `left` the old live (default: the fault — a killed broker's sockets close)."""
+    old, new = truth["master_before"], truth["new_master"]
+    left = left or fault_at(truth)
     mine = [s for s in shifts if (s["from_instance"], s["to_instance"], s["event_type"]) == (old, new, "failover")]
     arrived_one = len(mine) == 1 and mine[0]["state"] == "arrived"
     if not card.detect("clients' move to the backup (gold client_shifts)", arrived_one, f"client_shifts rows {mine}"):
@@ -327,9 +336,9 @@ def _score_shift(card: Scorecard, shifts: list[dict], truth: dict) -> None:
         card.require(s["connections_after"] == listed, f"client_shifts counts {s['connections_after']} connections "
                      f"on {new}, the broker listed {listed}")
     if back is not None:
-        card.facts[f"kill → clients back by {source} (truth, s)"] = round(back - kill, 3)
+        card.facts[f"clients left → back by {source} (truth, s)"] = round(back - left, 3)
         card.facts[f"client_shifts.arrived_ts − {source} (s)"] = round(arrived - back, 3)
-    card.facts["kill → clients seen on the backup (brokerscope, s)"] = round(arrived - kill, 3)
+    card.facts["clients left → seen on the backup (brokerscope, s)"] = round(arrived - left, 3)
     if created is None:  # no listing from the broker (older recordings): the clients' own account
         card.boundary(f"clients on the backup (client_shifts.arrived_ts vs {source})", arrived, back)
         return
@@ -337,8 +346,8 @@ def _score_shift(card: Scorecard, shifts: list[dict], truth: dict) -> None:
     # (a Core client re-creates its sessions first): first seen from then on, within one scrape
     card.boundary("clients on the backup (client_shifts.arrived_ts vs the broker's creation of their connections)",
                   arrived, created, lo=-0.1)
-    true_shift = created - kill
-    card.facts["true shift kill → last client connection on the backup (s)"] = round(true_shift, 3)
+    true_shift = created - left
+    card.facts["true shift: clients left → last client connection on the backup (s)"] = round(true_shift, 3)
     lower, upper = s["shift_lower_s"] or 0.0, s["shift_upper_s"]
     card.require(upper is not None and lower - 0.1 <= true_shift <= upper + 0.1,
                  f"shift bounds {lower} … {upper} s do not hold the true shift {true_shift:.3f} s")

@@ -97,10 +97,11 @@ class RoleProbe:
 
 
 def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra_targets: list[dict],
-                          gc_logs: bool = False):
+                          gc_logs: bool = False, messages: int = 20, gc_options: dict | None = None):
     """Start the replication pair, collect it (and `extra_targets`; with `gc_logs`, the brokers' GC
-    logs too), send 20 messages to the primary; the collector. Truth: master_before, new_master,
-    node_pids, sent_before."""
+    logs too; `gc_options`: more of each broker target's `gc:` settings), send `messages` to the
+    primary over STOMP; the collector. Truth: master_before,
+    new_master, node_pids, sent_before."""
     primary, backup = pair.names
     locked = pair.topology == "replication-zk"
     say(f"starting Artemis replication pair ("
@@ -110,14 +111,16 @@ def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, tru
     truth["master_before"], truth["new_master"] = primary, backup
     truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
     # the lock manager's session as configured, so findings use it rather than assume Artemis' default
-    targets = [pair.target(n, **({"gc": {"zk_session_ms": SESSION_MS}} if locked else {}),
+    gc = ({"zk_session_ms": SESSION_MS} if locked else {}) | (gc_options or {})
+    targets = [pair.target(n, **({"gc": gc} if gc else {}),
                            **({"gc_logs": [f"{pair.brokers[n].gc_log}*"]} if gc_logs else {})) for n in pair.names]
     tail = {"gc": {"poll_interval": f"{int(interval * 1000)}ms"}} if gc_logs else {}
     _cfg_path, col = start_collecting(workdir, targets + extra_targets, interval, **tail)
     settle(interval)
-    truth["sent_before"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
-                                      login="admin", passcode=pair.admin_password)
-    settle(interval)
+    if messages:
+        truth["sent_before"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(messages)),
+                                          login="admin", passcode=pair.admin_password)
+        settle(interval)
     return col
 
 
