@@ -206,6 +206,7 @@ class ArtemisPair(LabProcesses):
         stop_grace: float = 20.0,
         replication_proxy: bool = False,
         ballast_mb: Mapping[str, int] | None = None,  # broker → a live set of N MiB, serial collector (GC pauses)
+        cluster_password: str | None = None,  # shared by every pair of one cluster (infra.artemis_cluster)
     ) -> None:
         if topology not in TOPOLOGIES:
             raise ValueError(f"topology must be one of {TOPOLOGIES}, not {topology!r}")
@@ -229,7 +230,9 @@ class ArtemisPair(LabProcesses):
         self.monitor_user = MONITOR_USER
         self.monitor_password = secrets.token_urlsafe(12)
         self.admin_password = secrets.token_urlsafe(12)
-        self._cluster_password = secrets.token_urlsafe(12)
+        self._cluster_password = cluster_password or secrets.token_urlsafe(12)
+        # acceptors of brokers outside this pair in the same cluster (static connectors): set before start()
+        self.cluster_peers: tuple[int, ...] = ()
         # broker-to-broker traffic through a proxy per broker: fixed ports (broker.xml names them), up while the pair runs
         self.link_ports: dict[str, int] = {n: free_port() for n in self.names} if replication_proxy else {}
         self.links: dict[str, TcpProxy] = {}
@@ -398,7 +401,8 @@ class ArtemisPair(LabProcesses):
             peer_port=self.link_ports.get(other, self.acceptor_ports[other]), data_dir=data, heap=self.heap.upper(),
             admin_password=self.admin_password, monitor_password=self.monitor_password,
             cluster_password=self._cluster_password, ha=self.ha[name],
-            announce_port=self.link_ports.get(name), serial_gc=name in self.ballast_mb))
+            announce_port=self.link_ports.get(name), serial_gc=name in self.ballast_mb,
+            cluster_ports=self.cluster_peers))
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(self.monitor_password + "\n")

@@ -32,6 +32,9 @@ drill's own ground truth:
     tests/fixtures/artemis/drill_replication_classic_failback.*  the same classic pair, the primary
         with check-for-active-server=true (drill artemis-kill-classic): restarted, it comes back as
         a backup, resynchronizes and fails back — no split brain
+    tests/fixtures/artemis/drill_replication_classic_3pairs_kill.*  three classic replication pairs in
+        one cluster (infra.artemis_cluster), SIGKILL of one primary (drill artemis-kill-vote): its
+        backup's quorum vote fails once (a primary had not noticed the death yet) and passes 5 s later
     tests/fixtures/artemis/drill_replication_zk_stale_backup.*  the lock-manager pair, SIGKILL of the
         backup, then of the primary; the stale backup started alone refuses to activate
         (brokerscope.drills.artemis_stale_backup); the primary's restart ends the outage
@@ -56,6 +59,7 @@ from brokerscope.drills import (
     artemis_pause,
     artemis_restart,
     artemis_stale_backup,
+    artemis_vote,
     artemis_zk_quorum,
 )
 from brokerscope.drills.common import epoch
@@ -126,6 +130,26 @@ def test_replayed_silent_live_under_core_clients_is_a_pause_then_a_failover_and_
     (wait,) = [f for f in lh.read("zk_findings").to_pylist() if f["code"] == "zk.backup-not-taking-over"]
     assert wait["instance"] == "art-b" and "art-a was silent (its scrapes timed out" in wait["message"]
     assert "stale" not in wait["message"] and "stop it (kill -9)" in wait["advice"]
+
+
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_classic_3pairs_kill"))
+def test_replayed_kill_among_three_pairs_is_one_failover_after_a_real_quorum_vote(analysed_recordings):
+    """Six brokers, three NodeIDs: the SIGKILL of art-a is one failover art-a → art-b and nothing in
+    the other two groups. The truth of this run: the backup's first vote round 41 ms after the kill
+    got one no (art-c still saw art-a) and one yes — no majority — and its second, vote-retry-wait
+    (5 s) later, two yes: the outage was 5.7 s where one round takes 0.6 s; brokerscope's outage
+    bound holds it."""
+    truth = json.loads((FIX / "drill_replication_classic_3pairs_kill.truth.json").read_text())
+    lh = replayed("drill_replication_classic_3pairs_kill", analysed_recordings)
+    card = assert_passed(artemis_vote.score(lh, truth))
+    print("\n" + card.render())
+    first, second = truth["vote_rounds"]
+    assert (first["failed_over"], second["failed_over"]) == (False, True)
+    assert sorted(v for _, v in first["answers"]) == [False, True] and all(v for _, v in second["answers"])
+    (failover,) = lh.read("failover_events").to_pylist()
+    assert failover["outage_upper_s"] >= truth["takeover_log_ts"] - truth["kill_ts"] > 5.0
+    groups = {r["instance"]: r["group_name"] for r in lh.read("broker_state", columns=["instance", "group_name"]).to_pylist()}
+    assert len(set(groups.values())) == 3 and groups["art-a"] == groups["art-b"] != groups["art-c"] == groups["art-d"]
 
 
 @pytest.mark.xdist_group(recordings.group(FIX / "drill_replication_zk_gc_pause"))

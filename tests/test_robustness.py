@@ -82,6 +82,10 @@ RECORDINGS = [
     # the 3.5-s tolerance in the backup while it serves, ending 2 s before the failback
     Recording("artemis-replication-classic-failback", A / "drill_replication_classic_failback", "art-b", 4.5,
               hole_length_s=4.5),
+    # six brokers, 11 s with the kill at 3.4 s and the takeover at 9.1 s: no quiet stretch; a hole longer
+    # than the 3.5-s tolerance in a primary of another pair, live all along, across the kill
+    Recording("artemis-replication-classic-3pairs-kill", A / "drill_replication_classic_3pairs_kill", "art-c", 1.0,
+              hole_length_s=4.5),
     Recording("artemis-shared-store-clients", A / "drill_shared_store_clients", "art-a"),
     Recording("artemis-shared-store-core-clients", A / "drill_shared_store_core_clients", "art-a"),
     Recording("artemis-replication-zk-stale-backup", A / "drill_replication_zk_stale_backup", "art-a"),
@@ -158,12 +162,22 @@ def close(a: datetime, b: datetime, tolerance: float) -> bool:
     return abs((a - b).total_seconds()) <= tolerance
 
 
-def assert_within_one_interval(base: dict, got: dict, interval: float, what: str) -> None:
+def assert_within_one_interval(base: dict, got: dict, interval: float, what: str,
+                               spacing: "RowSpacing | None" = None) -> None:
+    """Every finding where it was, within one scrape period; with `spacing` (dropped rows), a
+    failover's boundary within the gap to its row's neighbour when that is longer: a scrape that
+    waited out its timeout delays the target's next one (measured: 0.78 s after a frozen broker
+    woke, at a 0.5 s interval), and a dropped row moves the boundary to that neighbour."""
     tol = interval + 0.05  # one scrape period, and the phase sweep's few ms
+
+    def tol_at(instance: str, ts: datetime) -> float:
+        return max(tol, spacing.gap(instance, ts) + 0.05) if spacing else tol
+
     assert [(f["group_name"], f["from_instance"], f["to_instance"], f["event_type"]) for f in got["failovers"]] == \
         [(f["group_name"], f["from_instance"], f["to_instance"], f["event_type"]) for f in base["failovers"]], what
     for b, g in zip(base["failovers"], got["failovers"]):
-        assert close(b["old_last_active"], g["old_last_active"], tol) and close(b["new_first_active"], g["new_first_active"], tol), what
+        assert close(b["old_last_active"], g["old_last_active"], tol_at(b["from_instance"], b["old_last_active"])), what
+        assert close(b["new_first_active"], g["new_first_active"], tol_at(b["to_instance"], b["new_first_active"])), what
     assert [(e["old_leader"], e["new_leader"], e["new_epoch"]) for e in got["elections"]] == \
         [(e["old_leader"], e["new_leader"], e["new_epoch"]) for e in base["elections"]], what
     for b, g in zip(base["elections"], got["elections"]):
@@ -176,6 +190,27 @@ def assert_within_one_interval(base: dict, got: dict, interval: float, what: str
         assert close(b["start_ts"], g["start_ts"], tol) and close(b["end_ts"], g["end_ts"], tol), f"{what}: {g}"
         assert g["certainty"] == "possible" or b["certainty"] == "certain", f"{what}: certainty invented: {g}"
     assert_certainty_only_goes_down(base, got, tol, what)
+
+
+class RowSpacing:
+    """Each target's observation times in a recording: how far apart a row and its neighbours are."""
+
+    def __init__(self, envelopes: list[dict]) -> None:
+        self.times: dict[str, list[datetime]] = {}
+        for e in envelopes:
+            self.times.setdefault(e["target"], []).append(perturb.ts(e))
+        for times in self.times.values():
+            times.sort()
+
+    def gap(self, target: str, ts: datetime) -> float:
+        """The longer gap from the target's row nearest `ts` to the rows before and after it (0: unknown)."""
+        times = self.times.get(target) or []
+        if not times:
+            return 0.0
+        ts = _utc(ts)
+        i = min(range(len(times)), key=lambda k: abs((times[k] - ts).total_seconds()))
+        around = [times[k] for k in (i - 1, i + 1) if 0 <= k < len(times)]
+        return max((abs((t - times[i]).total_seconds()) for t in around), default=0.0)
 
 
 def assert_certainty_only_goes_down(base: dict, got: dict, tol: float, what: str) -> None:
@@ -233,7 +268,8 @@ def test_findings_survive_a_disturbed_recording(rec, how, undisturbed, tmp_path,
         disturbed = perturb.hole(jittered, rec.hole_target, hole_start(rec, envelopes, base), rec.hole_s)
         assert len(disturbed) < len(jittered), f"{rec.name}: the hole took no row"
     assert disturbed != envelopes
-    assert_within_one_interval(base, analysed(rec, disturbed, tmp_path, spark), rec.interval, f"{rec.name}/{how}")
+    assert_within_one_interval(base, analysed(rec, disturbed, tmp_path, spark), rec.interval, f"{rec.name}/{how}",
+                               spacing=RowSpacing(envelopes) if how == "drop" else None)
 
 
 @pytest.mark.parametrize("rec", [pytest.param(r, id=r.name) for r in RECORDINGS])

@@ -33,6 +33,7 @@ DRILLS: dict[str, str] = {
     "artemis-kill": "brokerscope.drills.artemis_kill",
     "artemis-kill-zk": "brokerscope.drills.artemis_kill",
     "artemis-kill-classic": "brokerscope.drills.artemis_kill",
+    "artemis-kill-vote": "brokerscope.drills.artemis_vote",
     "artemis-pause-zk": "brokerscope.drills.artemis_pause",
     "artemis-restart-zk": "brokerscope.drills.artemis_restart",
     "artemis-restart-split-brain": "brokerscope.drills.artemis_restart",

@@ -45,6 +45,7 @@ class HaSpec:
     zk_namespace: str = "brokerscope-lab"
     zk_session_ms: int = 18000
     coordination_id: str | None = None
+    group_name: str | None = None  # classic replication: which backup replicates which primary, among several pairs
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class InstanceSpec:
     ha: HaSpec
     announce_port: int | None = None  # the announced connector's port when not the acceptor's (a proxy)
     serial_gc: bool = False  # the serial collector instead of the profile's G1 (single-threaded full GCs: long pauses)
+    cluster_ports: tuple[int, ...] = ()  # more static cluster connectors: the other pairs' brokers (a quorum to vote)
 
 
 def create(home: Path, instance: Path, spec: InstanceSpec) -> None:
@@ -72,7 +74,7 @@ def create(home: Path, instance: Path, spec: InstanceSpec) -> None:
         "--name", spec.name, "--host", "127.0.0.1", "--http-host", "127.0.0.1",
         "--http-port", str(spec.http_port), "--default-port", str(spec.acceptor_port),
         "--user", ADMIN_USER, "--password", spec.admin_password, "--role", "amq", "--require-login",
-        "--clustered", "--static-cluster", f"tcp://127.0.0.1:{spec.peer_port}",
+        "--clustered", "--static-cluster", ",".join(f"tcp://127.0.0.1:{p}" for p in (spec.peer_port, *spec.cluster_ports)),
         "--cluster-user", "cluster", "--cluster-password", spec.cluster_password,
         "--data", str(spec.data_dir), "--java-memory", spec.heap, "--nio", "--no-autotune",
         "--no-amqp-acceptor", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
@@ -139,7 +141,8 @@ def ha_policy_xml(ha: HaSpec) -> str:
             inner.append(f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>")
         return _policy("shared-store", role, inner)
     if ha.topology == "replication":  # Artemis' defaults otherwise: the quorum vote decides
-        inner = [f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>"] if ha.backup else [
+        inner = [f"<group-name>{escape(ha.group_name)}</group-name>"] if ha.group_name else []
+        inner += [f"<allow-failback>{_b(ha.allow_failback)}</allow-failback>"] if ha.backup else [
             f"<check-for-active-server>{_b(ha.check_for_active)}</check-for-active-server>"]
         return _policy("replication", role, inner)
     if ha.topology != "replication-zk":
