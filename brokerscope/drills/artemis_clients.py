@@ -98,11 +98,23 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict) -> No
         truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
         say(f"{backup} is active (seen by the drill's 20 Hz probe)")
         clients.wait_failed_over(truth)
-        settle(interval, 10, 5.0)
-        truth["connections_after"] = {backup: pair.connections(backup)}
-        clients.stop_producer()
-        _drain(clients.last_received_at, idle_s=3.0, timeout=30.0)
-    reader = _final_read(pair, backup)
+        stop_producing(clients, pair, interval, truth)
+    final_ledger(clients, pair, interval, truth, col)
+
+
+def stop_producing(clients, pair: ArtemisPair, interval: float, truth: dict) -> None:
+    """Once the clients work on the backup: let the collector see it, list the backup's connections,
+    stop the producer and let the consumer drain the queue."""
+    backup = truth["new_master"]
+    settle(interval, 10, 5.0)
+    truth["connections_after"] = {backup: pair.connections(backup)}
+    clients.stop_producer()
+    _drain(clients.last_received_at, idle_s=3.0, timeout=30.0)
+
+
+def final_ledger(clients, pair: ArtemisPair, interval: float, truth: dict, col) -> None:
+    """After the clients stopped: the final read on the backup, the Jepsen ledger, the collector stopped."""
+    reader = _final_read(pair, truth["new_master"])
     truth["final_read"] = len(reader.received)
     truth.update(clients.truth(reader))
     ledger = truth["ledger"]

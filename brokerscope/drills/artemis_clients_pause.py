@@ -26,10 +26,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.artemis_clients import (CORE_SETTINGS, RATE, CoreJmsClients, _drain, _final_read,
-                                                _score_ledger, _score_shift, core_event_times)
+from brokerscope.drills.artemis_clients import (CORE_SETTINGS, RATE, CoreJmsClients, _score_ledger, _score_shift,
+                                                core_event_times, final_ledger, stop_producing)
 from brokerscope.drills.artemis_kill import _zk_targets
-from brokerscope.drills.artemis_pause import (PAUSE_S, SESSION_MS, RoleProbe, _wait_exit, run_on_replication_pair,
+from brokerscope.drills.artemis_pause import (PAUSE_S, RoleProbe, pause_until_taken_over, run_on_replication_pair,
                                               score_split_brain, score_takeover, start_pair_collecting)
 from brokerscope.drills.common import Scorecard, rows, say, settle
 from brokerscope.drills.pause_master import score_pause
@@ -56,36 +56,14 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, zk_ta
     with CoreJmsClients(pair, workdir, truth) as clients, RoleProbe(pair) as probe:
         settle(interval, 6, 3.0)
         truth["connections_before_pause"] = {primary: pair.connections(primary)}
-        probe.first_active.clear()
-        truth["sigstop_ts"] = time.time()
-        pair.pause(primary)
-        say(f"SIGSTOP {primary} for {PAUSE_S:g} s (3× the {SESSION_MS} ms ZooKeeper session) under {RATE:g} msg/s")
-        time.sleep(PAUSE_S)
-        truth["backup_active_during_pause"] = backup in probe.first_active
-        truth["sigcont_ts"] = time.time()
-        pair.resume(primary)
-        say(f"SIGCONT {primary}")
-        truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
-        say(f"{backup} is active (seen by the drill's probe)")
-        truth["primary_exit_ts"] = _wait_exit(truth["node_pids"][primary], timeout=60)
+        pause_until_taken_over(pair, probe, truth, under=f" under {RATE:g} msg/s")
         truth["backup_connector"] = f"127.0.0.1:{pair.acceptor_ports[backup]}"
         truth["clients_on_backup"] = _wait_on_backup(clients, truth)
         say(f"clients on {backup}: {truth['clients_on_backup']}")
-        settle(interval, 10, 5.0)
-        truth["connections_after"] = {backup: pair.connections(backup)}
-        clients.stop_producer()
-        _drain(clients.last_received_at, idle_s=3.0, timeout=30.0)
+        stop_producing(clients, pair, interval, truth)
     truth["both_active_seen"] = [min(probe.both_active), max(probe.both_active)] if probe.both_active else None
     truth["dual_active"] = bool(probe.both_active)
-    reader = _final_read(pair, backup)
-    truth["final_read"] = len(reader.received)
-    truth.update(clients.truth(reader))
-    ledger = truth["ledger"]
-    say(f"clients: {ledger['attempted']} sent, {ledger['acked']} acknowledged, {ledger['received']} received "
-        f"({ledger['distinct_received']} distinct), {len(ledger['lost'])} lost, {len(ledger['duplicated'])} duplicated")
-    settle(interval)
-    truth["collector"] = col.stop().summary()
-    say(f"collector stopped: {truth['collector']}")
+    final_ledger(clients, pair, interval, truth, col)
 
 
 def _budget_s() -> float:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from brokerscope.drills.artemis_kill import _zk_targets
-from brokerscope.drills.artemis_pause import (SESSION_MS, RoleProbe, _wait_exit, run_on_replication_pair,
+from brokerscope.drills.artemis_pause import (RoleProbe, _wait_exit, run_on_replication_pair,
                                               score_split_brain, score_takeover, start_pair_collecting,
                                               wait_role_or_none)
 from analysis.causes import GC_PAUSE_CODES

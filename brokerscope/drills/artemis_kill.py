@@ -109,12 +109,7 @@ def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool, ext
     pair.start(timeout=120)
     truth["node_pids"] = {n: b.pid for n, b in pair.brokers.items()}
     cfg_path, col = start_collecting(workdir, [pair.target(n) for n in pair.names] + extra_targets, interval)
-    settle(interval)
-    truth["sent_before_kill"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
-                                           login="admin", passcode=pair.admin_password)
-    settle(interval)
-    truth["master_before"], truth["new_master"] = primary, backup
-    kill_until_taken_over(pair, truth, interval)
+    send_then_kill(pair, truth, interval)
     if restart:
         truth["restart_ts"] = time.time()
         pair.start_broker(primary, "active", timeout=90)
@@ -123,6 +118,18 @@ def _drive(pair, workdir: Path, interval: float, truth: dict, restart: bool, ext
         settle(interval, 4, 2.0)
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
+
+
+def send_then_kill(pair, truth: dict, interval: float) -> None:
+    """With the collector running: 20 persistent messages to the primary, then
+    `kill_until_taken_over`. Truth: sent_before_kill, master_before, new_master and its keys."""
+    primary, backup = pair.names
+    settle(interval)
+    truth["sent_before_kill"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
+                                           login="admin", passcode=pair.admin_password)
+    settle(interval)
+    truth["master_before"], truth["new_master"] = primary, backup
+    kill_until_taken_over(pair, truth, interval)
 
 
 def kill_until_taken_over(pair, truth: dict, interval: float) -> None:

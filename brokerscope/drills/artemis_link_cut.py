@@ -47,7 +47,7 @@ from pathlib import Path
 
 from brokerscope.drills.artemis_kill import QUEUE
 from brokerscope.drills.artemis_pause import RoleProbe, run_on_replication_pair, score_split_brain, start_pair_collecting
-from brokerscope.drills.common import Scorecard, describe_window, epoch, rows, say, settle
+from brokerscope.drills.common import Scorecard, epoch, rows, say, settle
 from infra.artemis_lab import ArtemisPair, log_times, stomp_send
 
 NAME = "artemis-link-cut-zk"

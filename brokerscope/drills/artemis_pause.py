@@ -104,7 +104,7 @@ def start_pair_collecting(pair: ArtemisPair, workdir: Path, interval: float, tru
     new_master, node_pids, sent_before."""
     primary, backup = pair.names
     locked = pair.topology == "replication-zk"
-    say(f"starting Artemis replication pair ("
+    say("starting Artemis replication pair ("
         + (f"ZooKeeper lock manager, session {SESSION_MS} ms" if locked else "classic, quorum vote")
         + f"): {primary} primary, {backup} backup")
     pair.start(timeout=120)
@@ -128,19 +128,7 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra
     primary, backup = pair.names
     col = start_pair_collecting(pair, workdir, interval, truth, extra_targets)
     with RoleProbe(pair) as probe:
-        probe.first_active.clear()
-        truth["sigstop_ts"] = time.time()
-        pair.pause(primary)
-        say(f"SIGSTOP {primary} for {PAUSE_S:g} s (3× the {SESSION_MS} ms ZooKeeper session)")
-        time.sleep(PAUSE_S)
-        truth["backup_active_during_pause"] = backup in probe.first_active
-        truth["sigcont_ts"] = time.time()
-        pair.resume(primary)
-        say(f"SIGCONT {primary}")
-        truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
-        say(f"{backup} is active (seen by the drill's probe)")
-        truth["primary_exit_ts"] = _wait_exit(truth["node_pids"][primary], timeout=60)
-        say(f"{primary}'s JVM " + ("exited" if truth["primary_exit_ts"] else "is still running"))
+        pause_until_taken_over(pair, probe, truth)
         settle(interval, 4, 2.0)
     truth["both_active_seen"] = [min(probe.both_active), max(probe.both_active)] if probe.both_active else None
     truth["dual_active"] = bool(probe.both_active)
@@ -149,6 +137,26 @@ def _drive(pair: ArtemisPair, workdir: Path, interval: float, truth: dict, extra
     settle(interval)
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
+
+
+def pause_until_taken_over(pair: ArtemisPair, probe: RoleProbe, truth: dict, under: str = "") -> None:
+    """SIGSTOP the primary for PAUSE_S, SIGCONT, wait until the backup is active and the primary's
+    JVM is gone. Truth: sigstop_ts, backup_active_during_pause, sigcont_ts, takeover_seen_ts,
+    primary_exit_ts (None: still running after 60 s)."""
+    primary, backup = pair.names
+    probe.first_active.clear()
+    truth["sigstop_ts"] = time.time()
+    pair.pause(primary)
+    say(f"SIGSTOP {primary} for {PAUSE_S:g} s (3× the {SESSION_MS} ms ZooKeeper session){under}")
+    time.sleep(PAUSE_S)
+    truth["backup_active_during_pause"] = backup in probe.first_active
+    truth["sigcont_ts"] = time.time()
+    pair.resume(primary)
+    say(f"SIGCONT {primary}")
+    truth["takeover_seen_ts"] = pair.wait_for_role(backup, "active", timeout=60)
+    say(f"{backup} is active (seen by the drill's probe)")
+    truth["primary_exit_ts"] = _wait_exit(truth["node_pids"][primary], timeout=60)
+    say(f"{primary}'s JVM " + ("exited" if truth["primary_exit_ts"] else "is still running"))
 
 
 def wait_role_or_none(pair: ArtemisPair, name: str, role: str, timeout: float) -> float | None:
@@ -203,7 +211,7 @@ def score_takeover(card: Scorecard, lh, truth: dict) -> dict | None:
 
 def score(lh, truth: dict) -> Scorecard:
     card = Scorecard(NAME, truth["scrape_interval_s"])
-    old, new = truth["master_before"], truth["new_master"]
+    old = truth["master_before"]
     stop, cont = truth["sigstop_ts"], truth["sigcont_ts"]
     score_pause(card, lh, old, stop, cont, "the frozen primary (unanswered scrapes)")
     score_split_brain(card, lh, truth)

@@ -23,10 +23,10 @@ import re
 import time
 from pathlib import Path
 
-from brokerscope.drills.artemis_kill import QUEUE, kill_until_taken_over, score_tables
-from brokerscope.drills.common import Scorecard, fresh_workdir, rows, say, settle, start_collecting, write_truth
+from brokerscope.drills.artemis_kill import score_tables, send_then_kill
+from brokerscope.drills.common import Scorecard, fresh_workdir, rows, say, start_collecting, write_truth
 from infra.artemis_cluster import ArtemisCluster
-from infra.artemis_lab import first_log_times, log_times, stomp_send
+from infra.artemis_lab import first_log_times, log_times
 
 NAME = "artemis-kill-vote"
 SUMMARY = "SIGKILL a primary among three Artemis classic replication pairs: its backup takes a real quorum vote"
@@ -58,7 +58,7 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
 
 def _drive(cluster: ArtemisCluster, workdir: Path, interval: float, truth: dict) -> None:
     pair = cluster.pairs[0]
-    primary, backup = pair.names
+    primary = pair.names[0]
     say(f"starting {PAIRS} Artemis classic replication pairs in one cluster: "
         + ", ".join(f"{p.names[0]}/{p.names[1]}" for p in cluster.pairs))
     started = time.time()
@@ -69,12 +69,7 @@ def _drive(cluster: ArtemisCluster, workdir: Path, interval: float, truth: dict)
     truth["rss_mib"] = {n: _rss_mib(pid) for n, pid in truth["node_pids"].items()}
     say(f"cluster up in {truth['cluster_start_s']} s; resident memory {sum(truth['rss_mib'].values()):.0f} MiB")
     _cfg_path, col = start_collecting(workdir, [cluster.target(n) for n in cluster.names], interval)
-    settle(interval)
-    truth["sent_before_kill"] = stomp_send(pair.brokers[primary].stomp_url, QUEUE, (f"m{i}" for i in range(20)),
-                                           login="admin", passcode=pair.admin_password)
-    settle(interval)
-    truth["master_before"], truth["new_master"] = primary, backup
-    kill_until_taken_over(pair, truth, interval)
+    send_then_kill(pair, truth, interval)
     truth["roles_after"] = {n: p.role(n) for p in cluster.pairs for n in p.names if n != primary}
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
