@@ -19,6 +19,12 @@ The lab's topic (``topic``, default ``lab.orders``): ``partitions`` partitions, 
 ``min.insync.replicas=2``. MirrorMaker 2 (DefaultReplicationPolicy) mirrors it to ``primary.lab.orders``
 on the DR cluster and checkpoints every group to ``primary.checkpoints.internal`` every second.
 
+``wan=True``: MirrorMaker 2 runs beside DR, as recommended, and reaches the primary over a "WAN":
+each primary node has a second listener ``WAN``, advertised at an ``infra.tcp_proxy.TcpProxy`` in
+front of it, and MM2 bootstraps the primary there, so everything MM2 exchanges with the primary
+(fetches, metadata, offset syncs, checkpoints' group reads) crosses the proxies and nothing else
+does. ``set_wan_delay(seconds)`` delays every byte on them each way (0: none).
+
 Layout of ``<workdir>``::
 
     pids.json                 pids and endpoints of the JVMs started by this lab
@@ -59,6 +65,7 @@ from infra.lab_cli import LabCli, run
 from infra.lab_clients import jolokia_request
 from infra.lab_logs import matching_lines, tail
 from infra.processes import LabError, LabProcesses, free_port, is_our_java, java_tool, marker_args, stop_recorded
+from infra.tcp_proxy import TcpProxy
 
 __all__ = ["KafkaLab", "KafkaNode", "CLUSTERS", "log_times", "stop_recorded_nodes"]
 
@@ -84,6 +91,7 @@ class KafkaNode:
     port: int  # the PLAINTEXT listener (0 for MM2)
     controller_port: int  # the CONTROLLER listener (0 for MM2)
     jolokia_port: int
+    wan_port: int = 0  # the WAN listener (wan=True, primary nodes), behind a proxy
     pid: int = 0
     started_at: float = 0.0
 
@@ -122,7 +130,7 @@ class KafkaLab(LabProcesses):
     kind, recorded, cli = "node", "nodes", "infra.kafka_lab"
 
     def __init__(self, workdir: Path, *, heap: str = "256m", topic: str = "lab.orders", partitions: int = 3,
-                 mirror: bool = True, java: str | None = None, stop_grace: float = 15.0) -> None:
+                 mirror: bool = True, wan: bool = False, java: str | None = None, stop_grace: float = 15.0) -> None:
         self.workdir = Path(workdir).resolve()
         self.heap, self.topic, self.partitions, self.mirror = heap, topic, partitions, mirror
         self.java = java or java_tool("java")
@@ -132,6 +140,11 @@ class KafkaLab(LabProcesses):
             for i, name in enumerate(names, start=1):
                 self.nodes[name] = KafkaNode(name, cluster, i, free_port(), free_port(), free_port())
         self.nodes[MM2] = KafkaNode(MM2, MM2, 0, 0, 0, free_port())
+        # MM2's path to the primary (wan=True): a proxy per primary node, bound now (its port is advertised)
+        self.wan: dict[str, TcpProxy] = {}
+        for name in CLUSTERS[PRIMARY] if wan else ():
+            self.nodes[name].wan_port = free_port()
+            self.wan[name] = TcpProxy(("127.0.0.1", self.nodes[name].wan_port), name=f"wan-{name}")
         self._init_processes(self.nodes, forget_on_stop=False)
 
     # ---------------------------------------------------------------- endpoints
@@ -142,6 +155,21 @@ class KafkaLab(LabProcesses):
 
     def bootstrap(self, cluster: str) -> str:
         return ",".join(self.nodes[n].bootstrap for n in CLUSTERS[cluster])
+
+    def mm2_bootstrap(self, cluster: str) -> str:
+        """Where MM2 dials ``cluster``: the WAN proxies for the primary when there are any."""
+        if cluster == PRIMARY and self.wan:
+            return ",".join(f"127.0.0.1:{p.port}" for p in self.wan.values())
+        return self.bootstrap(cluster)
+
+    def set_wan_delay(self, seconds: float) -> float:
+        """Delay every byte between MM2 and the primary by ``seconds`` each way from now on (bytes
+        already in flight keep theirs); returns the time it took effect."""
+        if not self.wan:
+            raise LabError("set_wan_delay needs a lab made with wan=True")
+        for proxy in self.wan.values():
+            proxy.delay_s = seconds
+        return time.time()
 
     @property
     def mirrored_topic(self) -> str:
@@ -163,6 +191,8 @@ class KafkaLab(LabProcesses):
         mirrored topic exists on DR. Returns seconds from exec to each milestone."""
         t0 = time.time()
         out: dict[str, float] = {}
+        for proxy in self.wan.values():
+            proxy.start()
         try:
             for name in [*CLUSTERS[PRIMARY], *CLUSTERS[DR]]:
                 self.start_node(name, wait=False)
@@ -254,12 +284,14 @@ class KafkaLab(LabProcesses):
         peers = [self.nodes[n] for n in CLUSTERS[node.cluster]]
         voters = ",".join(f"{p.node_id}@127.0.0.1:{p.controller_port}" for p in peers)
         rf = min(3, len(peers))
+        wan = self.wan.get(node.name)  # a client that bootstraps on WAN is told the proxies' addresses
+        listeners = f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
         lines = [
             "process.roles=broker,controller", f"node.id={node.node_id}", f"controller.quorum.voters={voters}",
-            f"listeners=PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}",
+            f"listeners={listeners}" + (f",WAN://127.0.0.1:{node.wan_port}" if wan else ""),
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}" + (f",WAN://127.0.0.1:{wan.port}" if wan else ""),
             "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" + (",WAN:PLAINTEXT" if wan else ""),
             f"log.dirs={self.workdir / node.name / 'data'}",
             f"offsets.topic.replication.factor={rf}", "offsets.topic.num.partitions=3",
             f"transaction.state.log.replication.factor={rf}", f"transaction.state.log.min.isr={min(2, rf)}",
@@ -277,7 +309,7 @@ class KafkaLab(LabProcesses):
 
     def _mm2_properties(self) -> str:
         lines = [
-            f"clusters={PRIMARY},{DR}", f"{PRIMARY}.bootstrap.servers={self.bootstrap(PRIMARY)}",
+            f"clusters={PRIMARY},{DR}", f"{PRIMARY}.bootstrap.servers={self.mm2_bootstrap(PRIMARY)}",
             f"{DR}.bootstrap.servers={self.bootstrap(DR)}",
             f"{PRIMARY}->{DR}.enabled=true", f"{DR}->{PRIMARY}.enabled=false",
             f"{PRIMARY}->{DR}.topics={re.escape(self.topic)}", f"{PRIMARY}->{DR}.groups=.*",
@@ -354,6 +386,11 @@ class KafkaLab(LabProcesses):
             return self.nodes[name]
         except KeyError:
             raise KeyError(f"unknown node {name!r}; the lab has {self.names}") from None
+
+    def stop(self) -> None:
+        super().stop()
+        for proxy in self.wan.values():
+            proxy.close()
 
     def _pids_extra(self) -> dict[str, Any]:
         return {"bootstrap": {c: self.bootstrap(c) for c in CLUSTERS}, "topic": self.topic}

@@ -153,6 +153,33 @@ def test_tcp_proxy_holds_bytes_while_cut_and_delivers_them_after_the_heal():
     echo.sock.close()
 
 
+@pytest.mark.parametrize("delay_s", [0.0, 0.02])
+def test_tcp_proxy_delays_every_byte_each_way_and_keeps_order_and_closing(delay_s):
+    """A delay is latency, not a cut: each round trip costs at least 2 × delay_s more, every byte
+    arrives in order, and a close reaches the other side after the bytes before it."""
+    echo = EchoServer()
+    with TcpProxy(("127.0.0.1", echo.port), delay_s=delay_s) as proxy:
+        c = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        got, rtts = b"", []
+        for i in range(5):
+            t = time.perf_counter()
+            c.sendall(b"%d;" % i)
+            got += c.recv(100)
+            rtts.append(time.perf_counter() - t)
+        assert got == b"0;1;2;3;4;" and min(rtts) >= 2 * delay_s
+        c.sendall(b"x" * 100_000)
+        back = b""
+        while len(back) < 100_000:
+            back += c.recv(65536)
+        assert back == b"x" * 100_000
+        c.shutdown(socket.SHUT_WR)  # the echo server sees the end, closes; so does the proxy
+        assert c.recv(100) == b""
+        c.close()
+    echo.sock.close()
+    with pytest.raises(ValueError, match="delay_s"):
+        TcpProxy(("127.0.0.1", 1), delay_s=-1)
+
+
 def test_jdbc_lease_broker_config_renders_the_lease_locker_and_data_source(tmp_path):
     import xml.dom.minidom
 

@@ -16,6 +16,7 @@ from collectors.kafka import KafkaPack
 from infra import artifacts
 from infra.kafka_lab import CLUSTERS, DR, MM2, PRIMARY, KafkaLab, kraft_cluster_id, log_times
 from infra.lab_clients import jolokia_request
+from infra.processes import LabError
 
 
 def test_kafka_coordinates_and_a_clear_error_when_the_jars_are_missing(tmp_path, monkeypatch):
@@ -48,6 +49,33 @@ def test_rendered_configuration(tmp_path):
     assert mm2["dr.bootstrap.servers"] == lab.bootstrap(DR)
     assert lab.mirrored_topic == "primary.lab.orders"
     assert lab.target("mm2")["group"] == "kafka-mm2" and lab.target("p2")["group"] == "kafka-primary"
+
+
+def test_with_a_wan_only_mirrormaker_reaches_the_primary_through_the_proxies(tmp_path):
+    """wan=True: each primary node listens on WAN too and advertises its proxy there; MM2 bootstraps
+    the primary on the proxies (a client is told the addresses of the listener it came in on), the
+    brokers and DR do not; the delay is set on every proxy."""
+    lab = KafkaLab(tmp_path, wan=True)
+    try:
+        p1 = dict(line.split("=", 1) for line in lab._server_properties(lab.nodes["p1"]).splitlines())
+        proxy = lab.wan["p1"].port
+        assert f"WAN://127.0.0.1:{lab.nodes['p1'].wan_port}" in p1["listeners"].split(",")
+        assert f"WAN://127.0.0.1:{proxy}" in p1["advertised.listeners"].split(",")
+        assert "WAN:PLAINTEXT" in p1["listener.security.protocol.map"] and p1["inter.broker.listener.name"] == "PLAINTEXT"
+        assert lab.wan["p1"].upstream == ("127.0.0.1", lab.nodes["p1"].wan_port)
+        d1 = lab._server_properties(lab.nodes["d1"])
+        assert "WAN" not in d1
+        mm2 = dict(line.split("=", 1) for line in lab._mm2_properties().splitlines())
+        assert mm2["primary.bootstrap.servers"] == ",".join(f"127.0.0.1:{p.port}" for p in lab.wan.values())
+        assert mm2["dr.bootstrap.servers"] == lab.bootstrap(DR)
+        lab.set_wan_delay(0.25)
+        assert {p.delay_s for p in lab.wan.values()} == {0.25}
+    finally:
+        lab.stop()
+    plain = KafkaLab(tmp_path / "plain")
+    assert not plain.wan and "WAN" not in plain._server_properties(plain.nodes["p1"])
+    with pytest.raises(LabError, match="wan=True"):
+        plain.set_wan_delay(1.0)
 
 
 def test_a_cluster_id_never_starts_with_a_dash():

@@ -48,6 +48,7 @@ DRILLS: dict[str, str] = {
     "kafka-broker-kill": "brokerscope.drills.kafka_kill",
     "kafka-controller-kill": "brokerscope.drills.kafka_kill",
     "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",
+    "kafka-mm2-slow-link": "brokerscope.drills.kafka_wan",
     "kafka-consumer-failover": "brokerscope.drills.kafka_failover",
 }
 

@@ -150,26 +150,8 @@ def score(lh, truth: dict) -> Scorecard:
 def score_rows(repl: list[dict], state: list[dict], truth: dict) -> Scorecard:
     """``state``: MM2's broker_state rows — a Connect worker has one only for an unanswered scrape."""
     card = Scorecard(truth["drill"], truth["scrape_interval_s"])
-    probe = [(t, {int(p): tuple(v) for p, v in lags.items()}) for t, lags in truth["probe"]]
-    misses, checked, worst = [], 0, 0.0
-    for r in repl:
-        if r.get("lag_messages") is None:
-            continue
-        ts, p, got = epoch(r["ts"]), r["partition"], r["lag_messages"]
-        near = [lags[p] for t, lags in probe if abs(t - ts) <= card.interval and p in lags]
-        if not near:
-            continue
-        checked += 1
-        lo, hi = min(b[0] for b in near) - IN_FLIGHT, max(b[1] for b in near)
-        off = 0.0 if lo <= got <= hi else (lo - got if got < lo else got - hi)
-        worst = max(worst, off)
-        if off:
-            misses.append(f"p{p} at {ts:.3f}: {got:g} not in [{lo}, {hi}]")
-    card.facts["mm2 lag rows checked against the AdminClient"] = checked
-    card.facts["worst miss (messages)"] = worst
-    card.facts["largest true lag (messages, all partitions)"] = truth["max_true_lag"]
-    card.require(checked >= 10, f"only {checked} mirrormaker2 lag rows to check")
-    card.require(not misses, f"{len(misses)} of {checked} lag values outside the AdminClient's: {misses[:3]}")
+    probe = probe_samples(truth)
+    score_lag_values(card, repl, probe, truth)
     # MM2 stopped: its scrapes go unanswered from the stop on, until it answers again after the restart
     stop, restart = truth["stop_ts"], truth["restart_ts"]
     down = sorted(epoch(h["ts"]) for h in state if h["reachable"] is False and epoch(h["ts"]) >= stop - card.interval)
@@ -185,6 +167,36 @@ def score_rows(repl: list[dict], state: list[dict], truth: dict) -> Scorecard:
             (r["lag_messages"] or 0 for r in repl if epoch(r["ts"]) > restart), default=0)
     card.boundary("drained (vs AdminClient)", _first_all_zero(repl, truth["load_stop_ts"]), truth["drained_ts"])
     return card
+
+
+def probe_samples(truth: dict) -> list[tuple[float, dict[int, tuple[int, int]]]]:
+    """The LagProbe's samples from the truth: (time, {partition: (lower, upper) true lag})."""
+    return [(t, {int(p): tuple(v) for p, v in lags.items()}) for t, lags in truth["probe"]]
+
+
+def score_lag_values(card: Scorecard, repl: list[dict], probe: list, truth: dict, since: float = 0.0,
+                     until: float = float("inf"), what: str = "") -> None:
+    """Every mirrormaker2 lag value (scraped between `since` and `until`) within the AdminClient's
+    lag over one scrape interval around it, less IN_FLIGHT (what MM2 fetched and had not yet written)."""
+    misses, checked, worst = [], 0, 0.0
+    for r in repl:
+        if r.get("lag_messages") is None or not since <= epoch(r["ts"]) <= until:
+            continue
+        ts, p, got = epoch(r["ts"]), r["partition"], r["lag_messages"]
+        near = [lags[p] for t, lags in probe if abs(t - ts) <= card.interval and p in lags]
+        if not near:
+            continue
+        checked += 1
+        lo, hi = min(b[0] for b in near) - IN_FLIGHT, max(b[1] for b in near)
+        off = 0.0 if lo <= got <= hi else (lo - got if got < lo else got - hi)
+        worst = max(worst, off)
+        if off:
+            misses.append(f"p{p} at {ts:.3f}: {got:g} not in [{lo}, {hi}]")
+    card.facts[f"mm2 lag rows checked against the AdminClient{what}"] = checked
+    card.facts[f"worst miss (messages){what}"] = worst
+    card.facts["largest true lag (messages, all partitions)"] = truth["max_true_lag"]
+    card.require(checked >= 10, f"only {checked} mirrormaker2 lag rows to check{what}")
+    card.require(not misses, f"{len(misses)} of {checked} lag values outside the AdminClient's{what}: {misses[:3]}")
 
 
 def _first_all_zero(repl: list[dict], since: float) -> float | None:
