@@ -38,6 +38,9 @@ group and says nothing about the others).
   span beyond that (`extrapolated`); farther, or on a quiet topic (no slope: KLE's division gives
   "astronomical" values), the certain lower bound t − t_oldest is reported (`lower-bound`). Flows
   without positions: `no-positions` (consumer), or the flow's own latency (`reported-latency`, MM2).
+  Where a flow reports its latency and that is larger than the derived lag, the latency stands
+  (`reported-latency`): MM2's records-lag is counted against the log end of its last fetch, so over
+  a slow link it says 0 while replication-latency-ms says seconds (drill kafka-mm2-slow-link).
 - `status`: Burrow's partition rules in ANCHORS §1.3's order over the last `window` (10)
   observations ("commits"), evaluated at every scrape of the reporting instance ("broker ticks"),
   now = that scrape: 1 complete = observations/window < `min_complete` → OK; 2 current lag ≤
@@ -270,6 +273,15 @@ def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, 
     else:
         lag_s = latency / 1000.0
         method = np.where(np.isnan(lag_s), "insufficient-data", "reported-latency").astype(object)
+    if basis != "none":
+        # the flow's own latency (MM2: record created on the source → acknowledged by the target) is a
+        # measured lag in time; a derived one below it is contradicted: a replication consumer's
+        # records-lag counts against the log end of its last fetch, which over a slow link is old
+        # (drill kafka-mm2-slow-link: records-lag 0, latency 1.5 s, 50 messages behind per partition)
+        reported = latency / 1000.0
+        higher = ~np.isnan(reported) & (np.isnan(lag_s) | (reported > lag_s))
+        lag_s = np.where(higher, reported, lag_s)
+        method = np.where(higher, "reported-latency", method).astype(object)
 
     alive = (scrapes_ns >= ts_ns[0]) & (scrapes_ns <= ts_ns[-1] + np.timedelta64(EXPIRE_S, "s"))
     ticks, first_of = np.unique(np.concatenate((ts_ns, scrapes_ns[alive])), return_index=True)

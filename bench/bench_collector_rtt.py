@@ -203,8 +203,13 @@ def pypi_read(client, mbean: str, attribute, wildcard: bool) -> int:
         resp = client.get_attribute(mbean=mbean, attribute=attribute)
     except Exception:  # noqa: BLE001 - refused/reset: the read failed
         return 0
+    # an attribute list comes back as one item per attribute (the client's own bulk): an MBean counts once
     items = resp if isinstance(resp, list) else [resp]
-    return sum(mbeans_in(i, {"mbean": mbean}) for i in items) if wildcard else int(all(item_ok(i) for i in items))
+    if not items or not all(item_ok(i, {"mbean": mbean}) for i in items):
+        return 0
+    if not wildcard:
+        return 1
+    return len(set().union(*(i["value"] for i in items if isinstance(i.get("value"), dict))))
 
 
 def phase_pypi(targets: list[dict], reads: dict[str, list], seconds: float, make, per_mbean: bool,

@@ -77,7 +77,8 @@ def run_one(name: str, workdir: Path, interval: float) -> dict:
 
 def print_summary(results: dict[str, dict]) -> None:
     print("\n=== drills ===")
+    width = max(map(len, results), default=0)
     for name, r in results.items():
         worst = max((abs(v) for v in r.get("boundary_errors_intervals", {}).values()), default=0.0)
         extra = f"worst boundary {worst:.2f} intervals" if "error" not in r else "could not run"
-        print(f"{'PASS' if r['passed'] else 'FAIL'}  {name:<22} {extra}")
+        print(f"{'PASS' if r['passed'] else 'FAIL'}  {name:<{width}} {extra}")

@@ -138,7 +138,7 @@ class TcpProxy:
         self._pump(upstream, client, done)
 
     def _pump(self, src: socket.socket, dst: socket.socket, done: threading.Event) -> None:
-        send = self._delayed_sender(dst, done) if self.delay_s > 0 else dst.sendall
+        out = _Outbound(self, dst, done)
         try:
             while not done.is_set() and self._wait_forwarding():
                 ready, _, _ = select.select([src], [], [], _POLL_S)
@@ -147,47 +147,68 @@ class TcpProxy:
                 data = src.recv(65536)
                 if not data:
                     break
-                send(data)
+                out.send(data)
         except (OSError, ValueError):  # ValueError: select() on a socket the other direction just closed
             pass
         finally:
-            if self.delay_s > 0:
-                send(b"")  # its writer closes both once the bytes still in flight are out
+            out.end(src)
+
+
+class _Outbound:
+    """One direction's sending side. Straight through while the proxy has no delay; from the first
+    chunk sent under a delay on, through a writer thread that sends each chunk ``delay_s`` after it
+    came in, in order (the delay can change while connections are open: `TcpProxy.delay_s`)."""
+
+    def __init__(self, proxy: TcpProxy, dst: socket.socket, done: threading.Event) -> None:
+        self.proxy, self.dst, self.done = proxy, dst, done
+        self._queue: collections.deque[tuple[float, bytes]] = collections.deque()
+        self._ready = threading.Condition()
+        self._writer = False
+        self._src: socket.socket | None = None
+
+    def send(self, data: bytes) -> None:
+        """Called by the direction's one reader thread only."""
+        with self._ready:
+            if not self._writer and self.proxy.delay_s <= 0:
+                queued = False
             else:
-                done.set()
-                _close(src, dst)
+                queued = True
+                if not self._writer:
+                    self._writer = True
+                    self.proxy._spawn(self._write, f"{self.proxy.name}-delay")
+                self._queue.append((time.monotonic() + self.proxy.delay_s, data))
+                self._ready.notify()
+        if not queued:
+            self.dst.sendall(data)
 
-    def _delayed_sender(self, dst: socket.socket, done: threading.Event):
-        """A send function for one direction: each chunk goes out `delay_s` after it was handed in,
-        in order, from a writer thread; b"" ends the direction once everything before it is out."""
-        queue: collections.deque[tuple[float, bytes]] = collections.deque()
-        ready = threading.Condition()
+    def end(self, src: socket.socket) -> None:
+        """The reader is done: close both sockets, after what is still queued when there is a writer."""
+        with self._ready:
+            if self._writer:
+                self._src = src
+                self._queue.append((time.monotonic() + self.proxy.delay_s, b""))
+                self._ready.notify()
+                return
+        self.done.set()
+        _close(src, self.dst)
 
-        def writer() -> None:
-            try:
-                while True:
-                    with ready:
-                        while not queue:
-                            ready.wait()
-                        due, data = queue.popleft()
-                    if (wait := due - time.monotonic()) > 0:
-                        time.sleep(wait)
-                    if not data or done.is_set():
-                        return
-                    dst.sendall(data)
-            except OSError:
-                pass
-            finally:
-                done.set()
-                _close(dst)
-
-        def send(data: bytes) -> None:
-            with ready:
-                queue.append((time.monotonic() + self.delay_s, data))
-                ready.notify()
-
-        self._spawn(writer, f"{self.name}-delay")
-        return send
+    def _write(self) -> None:
+        try:
+            while True:
+                with self._ready:
+                    while not self._queue:
+                        self._ready.wait()
+                    due, data = self._queue.popleft()
+                if (wait := due - time.monotonic()) > 0:
+                    time.sleep(wait)
+                if not data or self.done.is_set():
+                    return
+                self.dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self.done.set()
+            _close(*(s for s in (self._src, self.dst) if s is not None))
 
 
 def _close(*socks: socket.socket) -> None:

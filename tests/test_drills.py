@@ -180,6 +180,25 @@ def test_tcp_proxy_delays_every_byte_each_way_and_keeps_order_and_closing(delay_
         TcpProxy(("127.0.0.1", 1), delay_s=-1)
 
 
+def test_tcp_proxy_delay_set_while_a_connection_is_open_applies_to_it():
+    """A link slowed down mid-connection (drill kafka-mm2-slow-link): the open connection's next
+    bytes are delayed, and fast again once the delay is 0, in order throughout."""
+    echo = EchoServer()
+    with TcpProxy(("127.0.0.1", echo.port)) as proxy, socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as c:
+        def rtt(msg: bytes) -> float:
+            t = time.perf_counter()
+            c.sendall(msg)
+            assert c.recv(100) == msg
+            return time.perf_counter() - t
+
+        rtt(b"a")
+        proxy.delay_s = 0.5
+        assert rtt(b"b") >= 1.0
+        proxy.delay_s = 0.0
+        assert rtt(b"c") < 1.0  # a delay still applied would take ≥ 1 s
+    echo.sock.close()
+
+
 def test_jdbc_lease_broker_config_renders_the_lease_locker_and_data_source(tmp_path):
     import xml.dom.minidom
 

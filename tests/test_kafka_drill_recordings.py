@@ -7,6 +7,7 @@ offsets, what a consumer group really read on DR after its failover).
     tests/fixtures/kafka/drill_broker_kill.*      SIGKILL p3 (not the controller), restart it
     tests/fixtures/kafka/drill_controller_kill.*  SIGKILL the active controller p2 → p1 takes over
     tests/fixtures/kafka/drill_mm2_restart.*      SIGTERM MirrorMaker 2 under 50 msg/s, restart it
+    tests/fixtures/kafka/drill_mm2_slow_link.*    MM2's link to the primary slowed (+1 s each way) for 20 s
     tests/fixtures/kafka/drill_consumer_failover.* a consumer group fails over to DR after the MM2 link was lost
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from brokerscope.drills import kafka_kill, kafka_mm2
+from brokerscope.drills import kafka_kill, kafka_mm2, kafka_wan
 from lakehouse.store import Lakehouse
 from tests import recordings
 from tests.drill_checks import assert_passed
@@ -56,6 +57,25 @@ def test_replayed_mm2_restart_lag_matches_the_end_offsets(analysed_recordings):
     # and by then it has caught up — the lag MM2 itself reports never shows the outage
     assert card.facts["restart → first mirrormaker2 metrics (s)"] > 5  # 11.1 s in this recording, 16–26 s in others
     assert card.facts["true lag when its metrics came back (messages)"] > 500
+
+
+@pytest.mark.xdist_group(recordings.group(FIX / "drill_mm2_slow_link"))
+def test_replayed_slow_link_is_a_lag_in_time_that_records_lag_does_not_show(analysed_recordings):
+    """The link MM2 → primary slowed by 1 s each way for 20 s under 50 msg/s: up to 140 messages
+    behind (AdminClient), while MM2's records-lag said 0 throughout (counted against the log end
+    of its last fetch, one delay old) and its replication-latency-ms rose from < 0.2 s to 1.6 s.
+    Gold replication_lag takes the latency where it is the larger: never `caught-up` in the spell."""
+    lh, truth = analysed("mm2_slow_link", analysed_recordings)
+    card = assert_passed(kafka_wan.score(lh, truth))
+    print("\n" + card.render())
+    assert card.facts["mm2 records-lag during the slow spell: largest (messages)"] == 0
+    assert truth["max_true_lag"] > 100
+    slow, heal = truth["slow_ts"], truth["heal_ts"]
+    gold = [r for r in lh.read("replication_lag").to_pylist() if r["flow"] == "mirrormaker2" and r["observed"]]
+    spell = [r for r in gold if slow + 5 <= r["ts"].timestamp() <= heal]
+    calm = [r for r in gold if r["ts"].timestamp() < slow]
+    assert spell and {r["lag_s_method"] for r in spell} == {"reported-latency"}
+    assert max(r["lag_s"] for r in spell) > 1.0 > max(r["lag_s"] for r in calm)
 
 
 def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_factory, spark):

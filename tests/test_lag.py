@@ -345,3 +345,24 @@ def test_spark_jobs_give_the_pandas_answers(spark):
         ("replication-lag", 4), ("under-min-isr", 1), ("under-replicated", 1)]
     assert findings["finding_id"].is_unique
     series.unpersist()
+
+
+def test_a_flows_own_latency_outweighs_a_derived_lag_below_it():
+    """Measured (drill kafka-mm2-slow-link, 2026-11-27): over a slow link MM2's replication consumer
+    reports records-lag 0 (counted against the log end of its last fetch, already old) while its
+    replication-latency-ms says 1.5 s and the target is 50 messages behind per partition. The
+    derived 'caught-up' must not stand against the flow's own measurement; a derived lag above the
+    latency keeps its method."""
+    t0 = T("2026-11-27 04:40:00")
+    latency = [60.0, 70.0, 1500.0, 1500.0, 40.0]
+    obs = pd.DataFrame({"ts": [t0 + pd.Timedelta(seconds=s) for s in range(5)], "kind": "kafka", "group_name": "g",
+                        "instance": "mm2", "flow": "mirrormaker2", "source_cluster": "primary", "target_cluster": "dr",
+                        "topic": "primary.orders", "partition": 0, "client": None,
+                        "lag_messages": [0.0] * 5, "throughput_per_s": [16.7] * 5, "latency_ms": latency})
+    scrapes = obs["ts"].to_numpy().astype("datetime64[ns]")
+    rules = LagRules.of(LagSettings())
+    got = series_lag(obs, scrapes, np.ones(len(obs), bool), rules)
+    assert got["lag_s"].tolist() == pytest.approx([v / 1000 for v in latency])
+    assert set(got["lag_s_method"]) == {"reported-latency"} and set(got["status"]) == {"OK"}
+    obs["latency_ms"] = np.nan  # no latency reported: the derived lag as before
+    assert set(series_lag(obs, scrapes, np.ones(len(obs), bool), rules)["lag_s_method"]) == {"caught-up"}

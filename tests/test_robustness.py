@@ -93,6 +93,7 @@ RECORDINGS = [
     Recording("kafka-broker-kill", K / "drill_broker_kill", "p1"),
     Recording("kafka-controller-kill", K / "drill_controller_kill", "p2"),
     Recording("kafka-mm2-restart", K / "drill_mm2_restart", "d1"),
+    Recording("kafka-mm2-slow-link", K / "drill_mm2_slow_link", "d1"),
     Recording("kafka-consumer-failover", K / "drill_consumer_failover", "orders-dr"),
 ]
 

@@ -59,7 +59,7 @@ from brokerscope.drills.artemis_pause import (
     start_pair_collecting,
     wait_role_or_none,
 )
-from brokerscope.drills.common import Scorecard, describe_window, epoch, rows, say, settle
+from brokerscope.drills.common import Scorecard, describe_window, epoch, nearest_in_scrape, rows, say, settle
 from infra.artemis_lab import ArtemisPair, first_log_times, stomp_send
 
 NAME = "artemis-restart-zk"
@@ -198,10 +198,12 @@ def _score_stays_passive(card: Scorecard, lh, truth: dict) -> None:
     back = [iv for iv in rows(lh, "role_intervals")
             if iv["instance"] == old and epoch(iv["start_ts"]) >= truth["restart_ts"]]
     card.expect_none("restarted primary active", back, lambda iv: f"{iv['instance']} active from {iv['start_ts']}")
-    seen = [epoch(s["ts"]) for s in rows(lh, "broker_state")
+    seen = [s for s in rows(lh, "broker_state")
             if s["instance"] == old and s["role"] == "backup" and epoch(s["ts"]) >= truth["restart_ts"]]
     if card.detect("restarted primary seen as backup", bool(seen), "no backup observation after the restart"):
-        card.boundary("restarted primary first seen as backup (vs the probe)", min(seen), _first_seen(truth, old, "backup"))
+        first, probe = min(seen, key=lambda s: s["ts"]), _first_seen(truth, old, "backup")
+        card.boundary("restarted primary first seen as backup (its first scrape's send … answer vs the probe)",
+                      nearest_in_scrape(first, probe), probe)
 
 
 def _score_split_brain(card: Scorecard, lh, truth: dict) -> None:

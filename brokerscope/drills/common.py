@@ -381,6 +381,16 @@ def rows(lh, table: str) -> list[dict]:
     return lh.read(table).to_pylist() if lh.exists(table) else []
 
 
+def nearest_in_scrape(row: dict, t: float | None) -> float:
+    """The moment of a broker_state row's scrape — between sending it (`ts`) and its answer
+    (`ts` + `scrape_ms`) — nearest `t`: what the broker answered held at some moment in there, so a
+    first sighting is scored by that window, not by its send time alone (a console's first answer
+    can take a second: measured 0.93 s, drill artemis-restart-zk 2026-11-27)."""
+    sent = epoch(row["ts"])
+    answered = sent + (row.get("scrape_ms") or 0.0) / 1000
+    return sent if t is None else min(max(t, sent), answered)
+
+
 def describe_window(w: dict) -> str:
     return f"{w['instance_a']}+{w['instance_b']} {w['certain_start']:%H:%M:%S.%f}"[:-3] + f" for {w['duration_s']:.2f} s"
 

@@ -5,11 +5,14 @@ while the link is slow and catches up after.
 
 Truth: Kafka's own AdminClient, 4 times a second, straight to both clusters (not through the WAN):
 the end offsets of ``lab.orders`` on the primary against ``primary.lab.orders`` on DR, as bounds
-(kafka_mm2.LagProbe); the drill's slow and heal times. Bar: every ``mirrormaker2`` lag value the
-collector recorded within the AdminClient's lag over one scrape interval around it (less what MM2
-had fetched and not yet written), before, during and after the slow spell; replication lag in time
-reported during the spell; the drain found within one scrape of the AdminClient's after the heal.
-What MM2's own metrics say over a slow link is recorded each run (docs/KAFKA_LAB.md), never assumed.
+(kafka_mm2.LagProbe); the drill's slow and heal times. Bar: the slow link really made replication
+fall behind (else the drill measured nothing); every ``mirrormaker2`` lag in messages the collector
+recorded within the AdminClient's lag over one scrape interval (less what MM2 had fetched and not
+yet written) while the link is fast, and never above it while slow (MM2's records-lag is counted
+against the log end of its last fetch: over a slow link a lower bound); gold replication_lag never
+"caught-up" during the spell and its lag in time at least the delay every record crossed; the drain
+within one scrape of the AdminClient's. What MM2's metrics say is recorded each run
+(docs/KAFKA_LAB.md fact 7), never assumed.
 """
 
 from __future__ import annotations
@@ -75,18 +78,38 @@ def score(lh, truth: dict) -> Scorecard:
     card = Scorecard(truth["drill"], truth["scrape_interval_s"])
     probe = probe_samples(truth)
     slow, heal = truth["slow_ts"], truth["heal_ts"]
-    score_lag_values(card, repl, probe, truth)
     before, during = _true_lag(probe, slow - 5.0, slow), _true_lag(probe, slow, heal + 1.0)
     card.facts["true lag before / largest during the slow spell (messages)"] = (max(before, default=None),
                                                                                  max(during, default=None))
+    card.require(max(during, default=0) > 2 * max(max(before, default=0), IN_FLIGHT),
+                 "the slow link did not make replication fall behind: the drill measured nothing")
+    # MM2's records-lag over a slow link counts against the log end of its last fetch, one delay old:
+    # a lower bound there, never above the truth; where the link is fast, within the truth
+    score_lag_values(card, repl, probe, truth, until=slow, what=" (before the slow spell)")
+    score_lag_values(card, repl, probe, truth, since=heal + 2 * DELAY_S + 5.0, what=" (after it)")
+    above = [r for r in repl if slow <= epoch(r["ts"]) <= heal + 2 * DELAY_S + 5.0 and r.get("lag_messages") is not None
+             and r["lag_messages"] > max((hi for t, lags in probe if abs(t - epoch(r["ts"])) <= card.interval
+                                          for p, (_, hi) in lags.items() if p == r["partition"]), default=float("inf"))]
+    card.require(not above, f"mm2 lag above the AdminClient's during the slow spell: {above[:3]}")
+    # the gold lag in time: MM2's own latency says what records-lag cannot
+    gold = [r for r in rows(lh, "replication_lag") if r["flow"] == "mirrormaker2" and r["observed"]
+            and slow + 2 * DELAY_S + 3.0 <= epoch(r["ts"]) <= heal]
+    caught_up = [r for r in gold if r["lag_s_method"] == "caught-up"]
+    card.require(bool(gold) and not caught_up, f"{len(caught_up)} of {len(gold)} gold replication_lag rows in the slow "
+                 "spell say caught-up")
+    largest = max((r["lag_s"] or 0 for r in gold), default=0.0)
+    card.require(largest >= DELAY_S, f"gold lag_s during the slow spell at most {largest:.2f} s, under the "
+                 f"{DELAY_S:g}-s delay every record crossed")
+    card.facts["gold lag_s during the slow spell: largest (s), methods"] = (round(largest, 3),
+                                                                           sorted({r["lag_s_method"] for r in gold}))
     seen = [r for r in repl if slow <= epoch(r["ts"]) <= heal + 1.0]
-    card.facts["mm2 lag reported during the slow spell: largest (messages)"] = max(
+    card.facts["mm2 records-lag during the slow spell: largest (messages)"] = max(
         (r["lag_messages"] or 0 for r in seen), default=None)
-    for field in ("latency_ms", "latency_max_ms", "record_age_ms"):
-        values = [r[field] for r in seen if r.get(field) is not None]
-        card.facts[f"mm2 {field} during the slow spell: largest"] = max(values, default=None)
+    for field in ("latency_ms", "record_age_ms"):
         calm = [r[field] for r in repl if r.get(field) is not None and epoch(r["ts"]) < slow]
-        card.facts[f"mm2 {field} before: largest"] = max(calm, default=None)
+        values = [r[field] for r in seen if r.get(field) is not None]
+        card.facts[f"mm2 {field}: largest before / during the slow spell"] = (max(calm, default=None),
+                                                                             max(values, default=None))
     state = [r for r in rows(lh, "broker_state") if r["instance"] == MM2 and r["reachable"] is False]
     card.facts["MM2 unanswered scrapes (its JVM was never stopped)"] = len(state)
     card.boundary("drained (vs AdminClient)", _first_all_zero(repl, truth["load_stop_ts"]), truth["drained_ts"])
