@@ -102,12 +102,8 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
 
 def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
     say("starting Kafka: primary (3 KRaft nodes), dr (1), MirrorMaker 2")
-    truth["startup_s"] = lab.start()
-    load = Load(lab.bootstrap(PRIMARY), lab.topic).start()
-    probe = LagProbe(lab).start()
-    _, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval)
-    try:
-        settle(interval, 6, 3.0)
+
+    def restart_mm2() -> None:
         truth["stop_ts"] = time.time()
         lab.kill(MM2, signal.SIGTERM)
         say("MirrorMaker 2 stopped (SIGTERM)")
@@ -116,6 +112,21 @@ def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
         lab.start_node(MM2, wait=True)
         say(f"MirrorMaker 2 answering again {time.time() - truth['restart_ts']:.1f}s after the restart")
         time.sleep(6)
+
+    drive_under_load(lab, workdir, interval, truth, restart_mm2)
+
+
+def drive_under_load(lab: KafkaLab, workdir: Path, interval: float, truth: dict, fault, calm_s: float = 3.0) -> None:
+    """Start the lab, 50 msg/s on the primary, the AdminClient lag probe and the collector; after
+    `calm_s` of steady replication, `fault()`; then stop the producer and wait until DR has caught up.
+    Truth: startup_s, load_stop_ts, produced, drained_ts, probe, max_true_lag (and the fault's own)."""
+    truth["startup_s"] = lab.start()
+    load = Load(lab.bootstrap(PRIMARY), lab.topic).start()
+    probe = LagProbe(lab).start()
+    _, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval)
+    try:
+        settle(interval, int(calm_s / interval), calm_s)
+        fault()
         truth["load_stop_ts"] = time.time()
         truth["produced"] = load.stop()
         truth["drained_ts"] = _wait_drained(probe, truth["load_stop_ts"], 60)

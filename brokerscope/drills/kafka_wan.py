@@ -20,9 +20,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import Scorecard, epoch, fresh_workdir, rows, run_in_lab, say, settle, start_collecting
-from brokerscope.drills.kafka_mm2 import (IN_FLIGHT, LagProbe, Load, _first_all_zero, _wait_drained, probe_samples,
-                                          score_lag_values)
+from brokerscope.drills.common import Scorecard, epoch, fresh_workdir, rows, run_in_lab, say
+from brokerscope.drills.kafka_mm2 import IN_FLIGHT, _first_all_zero, drive_under_load, probe_samples, score_lag_values
 from infra.kafka_lab import MM2, PRIMARY, KafkaLab
 
 NAME = "kafka-mm2-slow-link"
@@ -41,31 +40,16 @@ def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path,
 
 def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
     say("starting Kafka: primary (3 KRaft nodes), dr (1), MirrorMaker 2 reaching the primary over the lab's WAN proxies")
-    truth["startup_s"] = lab.start()
-    load = Load(lab.bootstrap(PRIMARY), lab.topic).start()
-    probe = LagProbe(lab).start()
-    _, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval)
-    try:
-        settle(interval, 10, 5.0)
+
+    def slow_link() -> None:
         truth["slow_ts"] = lab.set_wan_delay(DELAY_S)
         say(f"the link MM2 → {PRIMARY} slowed: +{DELAY_S:g} s each way for {SLOW_S:g} s")
         time.sleep(SLOW_S)
         truth["heal_ts"] = lab.set_wan_delay(0.0)
         say("the link is fast again")
         time.sleep(8)
-        truth["load_stop_ts"] = time.time()
-        truth["produced"] = load.stop()
-        truth["drained_ts"] = _wait_drained(probe, truth["load_stop_ts"], 60)
-        say(f"drained {truth['drained_ts'] - truth['load_stop_ts']:.2f}s after the producer stopped")
-        settle(interval, 4, 2.0)
-    finally:
-        load.stop()
-        truth["collector"] = col.stop().summary()
-        probe.stop()
-    with probe.lock:
-        truth["probe"] = [[round(t, 3), lags] for t, lags in probe.samples]
-    truth["max_true_lag"] = max((sum(hi for _, hi in lags.values()) for _, lags in probe.samples), default=0)
-    say(f"collector stopped: {truth['collector']}; largest true lag {truth['max_true_lag']} messages")
+
+    drive_under_load(lab, workdir, interval, truth, slow_link, calm_s=5.0)
 
 
 def _true_lag(probe: list, since: float, until: float) -> list[int]:
