@@ -1094,7 +1094,7 @@ REPLICATION_LAG = TableContract(
         _c("position", pa.float64(), "replicated position derived by integrating throughput_per_s over time (Replicator); null otherwise"),
         _c("log_end", pa.float64(), "derived source log end = position + lag_messages (the point recorded for interpolation)"),
         _c("lag_s", pa.float64(), "lag in time (s); null when nothing supports a value (see lag_s_method)"),
-        _c("lag_s_method", pa.string(), "caught-up (0) | interpolated | extrapolated (bounded) | lower-bound (the position predates the recorded points: at least this) | reported-latency (the flow's own latency metric) | insufficient-data (null: fewer than two points) | no-positions (null: the flow reports lag but no throughput) | not-observed (null: not reported at ts)", False),
+        _c("lag_s_method", pa.string(), "caught-up (0) | interpolated | extrapolated (bounded) | lower-bound (the position predates the recorded points: at least this) | reported-latency (the flow's own latency metric: when it reports no lag, or more than the lag derived from its lag in messages) | insufficient-data (null: fewer than two points) | no-positions (null: the flow reports lag but no throughput) | not-observed (null: not reported at ts)", False),
         _c("latency_ms", pa.float64(), "latency the flow reports (MM2 replication-latency-ms / checkpoint-latency-ms, Replicator latency)"),
         _c("status", pa.string(), "Burrow status OK | WARN | STOP | STALL | REWIND; null when the flow reports no lag"),
         _c("status_basis", pa.string(), "derived-offsets (all rules) | lag-only (STALL and REWIND cannot be judged) | none"),
