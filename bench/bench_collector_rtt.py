@@ -35,7 +35,6 @@ import argparse
 import asyncio
 import json
 import platform
-import resource
 import sys
 import tempfile
 import threading
@@ -47,14 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_collector import item_ok, pct  # noqa: E402  (same counting rule and percentile)
+from bench_collector import cpu_self, item_ok, pct  # noqa: E402  (same CPU reading, counting rule and percentile)
 
 QUEUE_PREFIX = "bench.q"
-
-
-def cpu_self() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def mbeans_in(item: object, request: dict) -> int:

@@ -28,6 +28,7 @@ from collectors.base import Observation  # noqa: E402
 from collectors.kafka import KafkaPack  # noqa: E402
 from infra.kafka_clients import consume, produce  # noqa: E402
 from infra.kafka_lab import PRIMARY, KafkaLab  # noqa: E402
+from infra.processes import rss_mib  # noqa: E402
 
 
 def post(url: str, body) -> tuple[float, bytes]:
@@ -38,13 +39,6 @@ def post(url: str, body) -> tuple[float, bytes]:
     return time.perf_counter() - t, raw
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def p95(xs: list[float]) -> float:
     return sorted(xs)[max(0, int(round(0.95 * len(xs))) - 1)]
 
@@ -53,7 +47,8 @@ def measure(lab: KafkaLab, name: str, reads: int) -> dict:
     url, pack = lab.nodes[name].jolokia_url, KafkaPack()
     reqs = pack.requests()
     _, raw = post(url, {"type": "search", "mbean": "*:*"})
-    out: dict = {"rss_mb": round(rss_mb(lab.nodes[name].pid), 1), "mbeans": len(json.loads(raw)["value"])}
+    rss = rss_mib(lab.nodes[name].pid)
+    out: dict = {"rss_mb": round(rss, 1) if rss is not None else float("nan"), "mbeans": len(json.loads(raw)["value"])}
     for label, body in (("pack", reqs), ("all_kafka", {"type": "read", "mbean": "kafka.*:*"})):
         times, size, norm = [], 0, []
         for _ in range(reads):

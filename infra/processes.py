@@ -65,6 +65,15 @@ def proc_state(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[0]
 
 
+def rss_mib(pid: int) -> float | None:
+    """Resident memory of a process in MiB, from /proc/<pid>/status (VmRSS); None if gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) / 1024 for line in lines if line.startswith("VmRSS:")), None)
+
+
 def marker_args(workdir: Path, name: str) -> tuple[str, str]:
     return f"-Dbrokerscope.lab={workdir}", f"-Dbrokerscope.broker={name}"
 

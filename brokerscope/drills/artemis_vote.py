@@ -27,6 +27,7 @@ from brokerscope.drills.artemis_kill import score_tables, send_then_kill
 from brokerscope.drills.common import Scorecard, fresh_workdir, rows, say, start_collecting, write_truth
 from infra.artemis_cluster import ArtemisCluster
 from infra.artemis_lab import first_log_times, log_times
+from infra.processes import rss_mib
 
 NAME = "artemis-kill-vote"
 SUMMARY = "SIGKILL a primary among three Artemis classic replication pairs: its backup takes a real quorum vote"
@@ -66,22 +67,13 @@ def _drive(cluster: ArtemisCluster, workdir: Path, interval: float, truth: dict)
     truth["cluster_start_s"] = round(time.time() - started, 1)
     truth["node_pids"] = {n: p.brokers[n].pid for p in cluster.pairs for n in p.names}
     truth["acceptor_ports"] = {n: p.acceptor_ports[n] for p in cluster.pairs for n in p.names}
-    truth["rss_mib"] = {n: _rss_mib(pid) for n, pid in truth["node_pids"].items()}
+    truth["rss_mib"] = {n: None if (m := rss_mib(pid)) is None else round(m, 1) for n, pid in truth["node_pids"].items()}
     say(f"cluster up in {truth['cluster_start_s']} s; resident memory {sum(truth['rss_mib'].values()):.0f} MiB")
     _cfg_path, col = start_collecting(workdir, [cluster.target(n) for n in cluster.names], interval)
     send_then_kill(pair, truth, interval)
     truth["roles_after"] = {n: p.role(n) for p in cluster.pairs for n in p.names if n != primary}
     truth["collector"] = col.stop().summary()
     say(f"collector stopped: {truth['collector']}")
-
-
-def _rss_mib(pid: int) -> float | None:
-    try:
-        kb = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                  if line.startswith("VmRSS:"))
-    except (OSError, StopIteration, ValueError):
-        return None
-    return round(kb / 1024, 1)
 
 
 def _vote_rounds(log: Path, since: float) -> list[dict]:

@@ -381,14 +381,18 @@ def rows(lh, table: str) -> list[dict]:
     return lh.read(table).to_pylist() if lh.exists(table) else []
 
 
+def answered_at(row: dict) -> float:
+    """When a broker_state row's scrape got its answer: sent at `ts`, answered `scrape_ms` later."""
+    return epoch(row["ts"]) + (row.get("scrape_ms") or 0.0) / 1000
+
+
 def nearest_in_scrape(row: dict, t: float | None) -> float:
     """The moment of a broker_state row's scrape — between sending it (`ts`) and its answer
-    (`ts` + `scrape_ms`) — nearest `t`: what the broker answered held at some moment in there, so a
+    (`answered_at`) — nearest `t`: what the broker answered held at some moment in there, so a
     first sighting is scored by that window, not by its send time alone (a console's first answer
     can take a second: measured 0.93 s, drill artemis-restart-zk 2026-11-27)."""
     sent = epoch(row["ts"])
-    answered = sent + (row.get("scrape_ms") or 0.0) / 1000
-    return sent if t is None else min(max(t, sent), answered)
+    return sent if t is None else min(max(t, sent), answered_at(row))
 
 
 def describe_window(w: dict) -> str:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from brokerscope.drills.common import (Producer, Scorecard, activemq_targets, describe_window, epoch, fresh_workdir,
-                                       master_and_slave, rows, say, settle, start_collecting, write_truth)
+from brokerscope.drills.common import (Producer, Scorecard, activemq_targets, answered_at, describe_window, epoch,
+                                       fresh_workdir, master_and_slave, rows, say, settle, start_collecting,
+                                       write_truth)
 from infra.lab import ActiveMQPair
 
 NAME = "pause-master"
@@ -96,7 +97,7 @@ def score_pause(card: Scorecard, lh, instance: str, stop: float, cont: float, wh
     first, _before, after = runs[0]
     card.boundary("pause start (first unanswered scrape vs SIGSTOP)", epoch(first["ts"]), stop, lo=-0.1)
     # a scrape sent during the pause is answered when the JVM runs again: its answer marks the end
-    answered = epoch(after["ts"]) + (after["scrape_ms"] or 0) / 1000 if after else None
+    answered = answered_at(after) if after else None
     card.boundary("pause end (first answer vs SIGCONT)", answered, cont, lo=-0.1)
     return first
 
