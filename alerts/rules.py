@@ -20,7 +20,7 @@ The built-in pack (names are the `alertname` label; `alerts.rules` in the config
 | ReplicationLag | from finding | replication_findings `replication-lag` (above `replication_lag_s` when set) or `follower-lag` is open |
 | ReplicationProblem | from finding | any other replication_findings code is open (label `code`) |
 | GcPauseOverHaThreshold | critical | a gc_findings pause over ⅓ session-ms or the connection TTL happened within `event_hold` |
-| CollectorCannotReachTarget | warning | a target's scrapes have gone unanswered for at least `unreachable_for` |
+| CollectorCannotReachTarget | warning | a target's scrapes (or a replication cluster's Kafka-protocol reads) have gone unanswered for at least `unreachable_for` |
 | HaGroupMisconfigured | warning | an ha_group_checks row was last seen within `finding_freshness` |
 
 "Recent" = within `finding_freshness` of now, for tables without `is_open`. Rows later than `now`
@@ -39,6 +39,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from collectors.kafka_offsets.parse import exchange_health
 from settings.alerts import AlertsConfig, BuiltinRules, ThresholdRule
 
 __all__ = ["Alert", "fingerprint", "evaluate", "BUILTIN_RULES", "RULE_TABLES", "live_latest", "format_ts",
@@ -384,10 +385,11 @@ def rule_gc_pause(t: Tables, ctx: Context) -> list[Alert]:
 
 
 def rule_collector(t: Tables, ctx: Context) -> list[Alert]:
-    """A target whose every scrape since `since` went unanswered, for at least `unreachable_for`."""
+    """A target whose every scrape since `since` went unanswered, for at least `unreachable_for`; the
+    Kafka-protocol collector's clusters too (`<replication>/<cluster>`, from silver kafka_offsets)."""
     seen: dict[str, list[tuple[datetime, bool, str | None, str | None, str | None]]] = {}
     cutoff = ctx.now - timedelta(seconds=ctx.rules.lookback)
-    for r in _rows(t.get("collector_health")):
+    for r in [*_rows(t.get("collector_health")), *exchange_health(_rows(t.get("kafka_offsets")))]:
         if r["ts"] < cutoff or r["ts"] > ctx.now:
             continue
         seen.setdefault(r["target"], []).append((r["ts"], r["answered"], r["error"], r["error_kind"], r["group_name"]))
@@ -472,7 +474,7 @@ BUILTIN_RULES: dict[str, tuple[Callable[[Tables, Context], list[Alert]], tuple[s
     "StuckMessages": (rule_stuck, ("stuck_messages",)),
     "ReplicationLag": (rule_replication, ("replication_findings",)),
     "GcPauseOverHaThreshold": (rule_gc_pause, ("gc_findings",)),
-    "CollectorCannotReachTarget": (rule_collector, ("collector_health",)),
+    "CollectorCannotReachTarget": (rule_collector, ("collector_health", "kafka_offsets")),
     "HaGroupMisconfigured": (rule_ha_group, ("ha_group_checks",)),
     "ClockSkew": (rule_clock_skew, ("collector_health",)),
 }

@@ -21,7 +21,11 @@ it (beyond the hole tolerance: counted as unobserved), it neither starts nor end
 group and says nothing about the others).
 
 **Cross-cluster and consumer lag** (flows `replicator`, `mirrormaker2`, `mirrormaker2-checkpoint`,
-`consumer`, one row per topic-partition and scrape). What the collected facts support:
+`consumer`, one row per topic-partition and scrape; `mirror-offsets` per round of a Kafka-protocol
+replication, analysis/mirror_lag.py). What the collected facts support:
+- mirror-offsets: both clusters' log end offsets, read by the brokers' own protocol: position = DR's
+  end, log end = the primary's — real offsets, so the (log end, time) points below are measured ones
+  and every Burrow rule applies (`log-offsets`).
 - Replicator reports lag in messages and throughput, no offsets. The replicated position is derived
   by integrating throughput over time, the source log end as position + lag; these (log end, time)
   points are Kafka Lag Exporter's lookup table. The consumer application (`records-lag`) reports
@@ -81,7 +85,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
 
@@ -94,6 +98,7 @@ from pyspark.sql import functions as F
 from analysis import runs as runs_module
 from analysis.runs import (contract_frame, count_between, fmt_ts, latest_of, numbers, observed_certainty,
                            other_state_words, run_bounds, seconds, stable_id, true_runs, unobserved_note, utc_ns)
+from analysis.mirror_lag import MIRROR_FLOW, MIRROR_STATUS_ADVICE, mirror_observations
 from analysis.silver import SILVER_JOB
 from analysis.watermark import Watermark, fingerprint, read_watermark
 from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
@@ -248,6 +253,8 @@ class LagParams:
     max_extrapolation: float = 1.0
     hole_s: float = math.inf  # no observation for longer than this is a hole (analysis.hole_tolerance)
     stale_after_s: float = 60.0  # failover_readiness.stale_after (the threshold of failover-readiness-stale)
+    replications: dict = field(default_factory=dict)  # failover_readiness.replications by name (flow mirror-offsets)
+    scrape_interval_s: float = 0.0  # the collector's tick: a Kafka-protocol round (analysis.readiness)
 
 
 def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, rules: LagRules) -> pd.DataFrame:
@@ -260,12 +267,15 @@ def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, 
     ts_s = ts_ns.astype("int64") / 1e9
     lag, throughput, latency = numbers(obs["lag_messages"]), numbers(obs["throughput_per_s"]), numbers(obs["latency_ms"])
     commit = ~np.isnan(lag)
-    if commit.any() and not np.isnan(throughput[commit]).any():
+    measured = numbers(obs["position"]) if "position" in obs else np.full(len(obs), np.nan)
+    if commit.any() and not np.isnan(measured[commit]).any():
+        basis, position = "log-offsets", np.where(commit, measured, np.nan)
+    elif commit.any() and not np.isnan(throughput[commit]).any():
         basis, position = "derived-offsets", np.where(commit, derived_positions(ts_s, throughput), np.nan)
     else:
         basis, position = ("lag-only" if commit.any() else "none"), np.full(len(obs), np.nan)
     log_end = position + lag
-    if basis == "derived-offsets":
+    if basis in ("derived-offsets", "log-offsets"):
         lag_s, method = lag_seconds(ts_s, log_end, position, max_points=rules.lookup_points,
                                     max_extrapolation=rules.max_extrapolation)
     elif basis == "lag-only":
@@ -559,7 +569,7 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float 
     status = lag["status"].fillna(OK).to_numpy()
     lags = numbers(lag["lag_messages"])
     for code in (WARN, STOP, STALL, REWIND):
-        what, advice = STATUS_ADVICE[code]
+        what, advice = (MIRROR_STATUS_ADVICE if first["flow"] == MIRROR_FLOW else STATUS_ADVICE)[code]
         out += finding_rows(
             f"consumer-{code.lower()}", "warn" if code == WARN else "error", base, ts, status == code, lags,
             unit="messages", threshold=None, hole_s=hole_s,
@@ -727,6 +737,20 @@ def replication_lag(repl: DataFrame, health: DataFrame, rules: LagRules) -> Data
     )
 
 
+def mirror_lag(offsets: DataFrame, params: LagParams) -> DataFrame:
+    """replication_lag rows of flow mirror-offsets (analysis.mirror_lag) from silver kafka_offsets."""
+    rules, replications, interval = LagRules.of(params), params.replications, params.scrape_interval_s
+
+    def per_replication(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
+        rep = replications.get(pdf["replication"].iloc[0]) if len(pdf) else None
+        if rep is None:  # no longer configured: its remote topic names are unknown
+            return contract_frame([], REPLICATION_LAG)
+        obs, rounds = mirror_observations(pdf, rep, interval)
+        return instance_lag(obs, rounds, rules=rules)
+
+    return offsets.groupBy("replication").applyInPandas(per_replication, REPLICATION_LAG.spark_schema())
+
+
 def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float, grace_s: float,
                     hole_s: float = math.inf) -> DataFrame:
     facts = repl.where(F.col("flow").isin("isr", "artemis-replica")).select(*_GROUP_COLUMNS)
@@ -764,7 +788,7 @@ def run_lag(slh, rules: LagParams, progress=None, full: bool = False) -> dict[st
     recomputation would not give the full run's values to the last bit."""
     say = progress or (lambda m: None)
     # the readiness findings come from gold failover_readiness: its version is an input too
-    fp = fingerprint(LAG_JOB, repr(rules), slh.lakehouse.version("failover_readiness"),
+    fp = fingerprint(LAG_JOB, repr(rules), slh.lakehouse.version("failover_readiness"), slh.lakehouse.version("kafka_offsets"),
                      sources=[__file__, runs_module.__file__])
     silver = read_watermark(slh.lakehouse, SILVER_JOB, SILVER_FROM_JOLOKIA)
     mark = Watermark(LAG_JOB, -1 if silver is None else silver.input_version, fp)
@@ -774,7 +798,8 @@ def run_lag(slh, rules: LagParams, progress=None, full: bool = False) -> dict[st
     info = mark.commit_info()
     repl = slh.read("replication_stats")
     say("gold replication_lag")
-    series = replication_lag(repl, slh.read("collector_health"), LagRules.of(rules))
+    series = replication_lag(repl, slh.read("collector_health"), LagRules.of(rules)).unionByName(
+        mirror_lag(slh.read("kafka_offsets"), rules))
     counts = {"replication_lag": slh.write("replication_lag", series, commit_info=info)}
     say("gold replication_findings")
     findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=rules.follower_lag_messages,

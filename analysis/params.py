@@ -79,8 +79,9 @@ def stuck_params(cfg: Config) -> StuckParams:
 
 
 def lag_params(cfg: Config) -> LagParams:
-    return LagParams(**cfg.analysis.lag.model_dump(), hole_s=cfg.hole_tolerance(),
-                     stale_after_s=cfg.failover_readiness.stale_after)
+    fr = cfg.failover_readiness
+    return LagParams(**cfg.analysis.lag.model_dump(), hole_s=cfg.hole_tolerance(), stale_after_s=fr.stale_after,
+                     replications={r.name: r for r in fr.replications}, scrape_interval_s=cfg.scrape_interval)
 
 
 def readiness_params(cfg: Config) -> ReadinessParams:

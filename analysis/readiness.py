@@ -89,7 +89,7 @@ def _int(v) -> int | None:
     return None if v is None or pd.isna(v) else int(v)
 
 
-class _Round:
+class Round:
     """The facts of one round of one replication, looked up by what the rules ask."""
 
     def __init__(self, facts: pd.DataFrame, rep: Replication) -> None:
@@ -127,7 +127,15 @@ class _Round:
         return ok, why
 
 
-def translation(rnd: _Round, rep: Replication, key: tuple) -> tuple[bool, int | None, str | None, str | None]:
+def replication_rounds(facts: pd.DataFrame, rep: Replication, scrape_interval_s: float) -> list[tuple[object, Round]]:
+    """(tick, Round) of one replication's facts in time order: a round is the answers within half a
+    scrape interval of its first, whatever their stamps."""
+    facts = facts.sort_values("ts", kind="stable")
+    tick = round_ids(utc_ns(facts["ts"]), None, np.timedelta64(int(scrape_interval_s * 1e9), "ns"))
+    return [(f["ts"].iloc[0], Round(f, rep)) for _, f in facts.groupby(tick, sort=True)]
+
+
+def translation(rnd: Round, rep: Replication, key: tuple) -> tuple[bool, int | None, str | None, str | None]:
     """(known, translated offset, where from, why unknown) of one (group, topic, partition)."""
     group = key[0]
     synced_ok, synced_why = rnd.answered(DR, "committed", group)
@@ -144,7 +152,7 @@ def translation(rnd: _Round, rep: Replication, key: tuple) -> tuple[bool, int | 
     return (not missing), None, None, (missing[0] if missing else None)
 
 
-def readiness_row(ts, rep: Replication, key: tuple, rnd: _Round, stale_after_s: float) -> dict:
+def readiness_row(ts, rep: Replication, key: tuple, rnd: Round, stale_after_s: float) -> dict:
     """The failover_readiness row of one (group, topic, partition) in one round (module doc)."""
     group, topic, partition = key
     p_ok, p_why = rnd.answered(PRIMARY, "committed", group)
@@ -197,8 +205,14 @@ def _judge(row: dict, p_ok: bool, p_why: str | None, t_known: bool, t_why: str |
                                   f"({'not configured' if reset == 'unknown' else f'{reset}, but DR gave no log offsets'})")
     row["re_read"], row["skipped"] = max(0, reach - t), max(0, t - c)
     if row["skipped"]:
+        cp, up = row["checkpoint_offset"], row["checkpoint_upstream"]
+        # after a rewind MM2 checkpoints the new commit but never moves a synced offset back (drill
+        # kafka-consumer-rewind): the checkpoint is then the way back to the commit
+        back = ("" if row["translated_from"] != "synced-offset" or cp is None or up != c or cp > c else
+                f"; MM2's latest checkpoint translates this commit to {cp}: setting the group's offset on DR to it "
+                f"re-reads {max(0, reach - cp)} instead")
         return "lossy", (f"the translated offset {t} ({row['translated_from']}) is above the commit {c}: "
-                         f"{t - c} message(s) would be skipped")
+                         f"{t - c} message(s) would be skipped{back}")
     age, upstream = row["checkpoint_age_s"], row["checkpoint_upstream"]
     if age is not None and age > stale_after_s and (upstream is None or upstream < c):
         return "stale", (f"the last checkpoint is {age:.0f} s old and translates commit {upstream}, the group has committed "
@@ -214,12 +228,8 @@ def replication_readiness(facts: pd.DataFrame, *, params: ReadinessParams) -> pd
     if facts.empty or facts["replication"].iloc[0] not in params.replications:
         return contract_frame([], FAILOVER_READINESS)
     rep = params.replications[facts["replication"].iloc[0]]
-    facts = facts.sort_values("ts", kind="stable")
-    # a round: the answers within half a scrape interval of its first, whatever their stamps
-    tick = round_ids(utc_ns(facts["ts"]), None, np.timedelta64(int(params.scrape_interval_s * 1e9), "ns"))
-    rounds = [(f["ts"].iloc[0], _Round(f, rep)) for _, f in facts.groupby(tick, sort=True)]
     out, first_seen = [], {}
-    for ts, rnd in rounds:
+    for ts, rnd in replication_rounds(facts, rep, params.scrape_interval_s):
         for key in (*rnd.committed, *rnd.synced, *rnd.checkpoints):
             first_seen.setdefault(key, ts)
         out += [readiness_row(ts, rep, key, rnd, params.stale_after_s) for key in sorted(first_seen)]
@@ -256,4 +266,5 @@ def run_readiness(slh, params: ReadinessParams, progress=None, full: bool = Fals
     return counts
 
 
-__all__ = ["ReadinessParams", "readiness", "readiness_row", "replication_readiness", "run_readiness", "STATUSES"]
+__all__ = ["ReadinessParams", "Round", "readiness", "readiness_row", "replication_readiness", "replication_rounds",
+           "run_readiness", "STATUSES"]

@@ -68,8 +68,9 @@ def run_one(name: str, workdir: Path, interval: float) -> dict:
     try:
         card = run_drill(name, workdir, interval)
     except (LabError, TimeoutError, RuntimeError) as e:
-        print(f"drill {name}: ERROR — the drill itself could not run:\n{e}", file=sys.stderr)
-        return {"drill": name, "passed": False, "error": str(e)}
+        why = str(e) or f"{type(e).__name__} (no message)"  # a future's timeout says nothing of itself
+        print(f"drill {name}: ERROR — the drill itself could not run:\n{why}", file=sys.stderr)
+        return {"drill": name, "passed": False, "error": why}
     print(card.render(), flush=True)
     print(f"  report: {workdir / 'report.json'}", flush=True)
     return card.to_json()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from collectors.kafka_offsets.parse import exchange_health
 from dashboards.data import SEVERITY_RANK, Gold, incident_list, rows, rows_of, utc
 from dashboards.health import STATE_RANK, GroupHealth, group_health
 from lakehouse.store import sql_literal
@@ -77,6 +78,16 @@ def group_statuses(gold: Gold) -> list[dict]:
         if not r["answered"]:
             name = group_of.get(target) or r["group_name"] or target
             g(name, r["kind"])["collector_errors"].append(r)
+    # the Kafka-protocol collector's clusters (failover readiness): `<replication>/<cluster>`
+    answers = recent_rows(gold, "kafka_offsets", ["ts", "replication", "group_name", "cluster", "fact", "consumer_group",
+                                                  "topic", "answered", "error", "error_kind"], "fact", {"answer"},
+                          max_days=1, where="fact = 'answer'")
+    latest: dict[str, dict] = {}
+    for r in exchange_health(rows(answers)):
+        latest[r["target"]] = r  # time order: the last wins
+    for r in latest.values():
+        if not r["answered"]:
+            g(r["group_name"], "kafka")["collector_errors"].append(r)
     if gold.has("incidents"):
         for r in incident_list(gold):
             if r["status"] == "open":

@@ -1069,8 +1069,9 @@ REPLICATION_LAG = TableContract(
     layer="gold",
     doc=(
         "Cross-cluster and consumer lag per topic-partition per scrape of the reporting instance "
-        "(flows mirrormaker2, mirrormaker2-checkpoint, replicator, consumer of replication_stats; "
-        "method: analysis/lag.py). `lag_s` is lag in time: Kafka Lag Exporter's "
+        "(flows mirrormaker2, mirrormaker2-checkpoint, replicator, consumer of replication_stats; flow "
+        "mirror-offsets from both clusters' log end offsets in kafka_offsets, per round of a replication of "
+        "`failover_readiness.replications`: analysis/mirror_lag.py; method: analysis/lag.py). `lag_s` is lag in time: Kafka Lag Exporter's "
         "interpolation over recorded (log end, time) points with bounded extrapolation, never NaN "
         "and never beyond what the points support — `lag_s_method` says how it was obtained. "
         "`status` is Burrow's partition status over the last `window_commits` observations, "
@@ -1082,8 +1083,8 @@ REPLICATION_LAG = TableContract(
         _c("obs_date", pa.string(), "UTC date of ts, the partition column", False),
         _c("kind", pa.string(), "broker kind", False),
         _c("group_name", pa.string(), "group of the reporting instance", False),
-        _c("instance", pa.string(), "instance that reports the flow (Connect worker, consumer application)", False),
-        _c("flow", pa.string(), "mirrormaker2 | mirrormaker2-checkpoint | replicator | consumer", False),
+        _c("instance", pa.string(), "instance that reports the flow (Connect worker, consumer application); mirror-offsets: the replication's name", False),
+        _c("flow", pa.string(), "mirrormaker2 | mirrormaker2-checkpoint | replicator | consumer | mirror-offsets (primary log end − DR log end, the brokers' own offsets)", False),
         _c("source_cluster", pa.string(), "cross-cluster source (alias)"),
         _c("target_cluster", pa.string(), "cross-cluster destination (alias)"),
         _c("topic", pa.string(), "topic (user-controlled text)"),
@@ -1091,13 +1092,13 @@ REPLICATION_LAG = TableContract(
         _c("client", pa.string(), "client id / consumer group / connector task"),
         _c("observed", pa.bool_(), "the partition was reported at ts (false: the scrape failed or it was missing)", False),
         _c("lag_messages", pa.float64(), "lag in messages (last known when not observed); null where the flow reports none (MirrorMaker 2 workers older than the pack's replication-consumer read, or without that consumer's MBeans)"),
-        _c("position", pa.float64(), "replicated position derived by integrating throughput_per_s over time (Replicator); null otherwise"),
+        _c("position", pa.float64(), "replicated position: derived by integrating throughput_per_s over time (Replicator), measured as DR's log end (mirror-offsets); null otherwise"),
         _c("log_end", pa.float64(), "derived source log end = position + lag_messages (the point recorded for interpolation)"),
         _c("lag_s", pa.float64(), "lag in time (s); null when nothing supports a value (see lag_s_method)"),
         _c("lag_s_method", pa.string(), "caught-up (0) | interpolated | extrapolated (bounded) | lower-bound (the position predates the recorded points: at least this) | reported-latency (the flow's own latency metric: when it reports no lag, or more than the lag derived from its lag in messages) | insufficient-data (null: fewer than two points) | no-positions (null: the flow reports lag but no throughput) | not-observed (null: not reported at ts)", False),
         _c("latency_ms", pa.float64(), "latency the flow reports (MM2 replication-latency-ms / checkpoint-latency-ms, Replicator latency)"),
         _c("status", pa.string(), "Burrow status OK | WARN | STOP | STALL | REWIND; null when the flow reports no lag"),
-        _c("status_basis", pa.string(), "derived-offsets (all rules) | lag-only (STALL and REWIND cannot be judged) | none"),
+        _c("status_basis", pa.string(), "log-offsets (all rules, on the brokers' offsets) | derived-offsets (all rules) | lag-only (STALL and REWIND cannot be judged) | none"),
         _c("window_commits", pa.int32(), "observations in the evaluated window", False),
         _c("window_complete", pa.float64(), "window_commits / window size (Burrow `complete`)", False),
     ),

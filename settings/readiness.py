@@ -13,6 +13,8 @@ failover_readiness:
       dr: {bootstrap: "10.1.0.1:9092", security_protocol: SASL_SSL, sasl_mechanism: SCRAM-SHA-512,
            sasl_username: monitor, sasl_password_env: DR_KAFKA_PASSWORD, ssl_ca_file: /etc/pki/dr-ca.pem}
       groups: [orders-app]          # consumer groups to watch; `all` (the default): every group on the primary
+      topics: [orders]              # topics whose cross-cluster lag (flow mirror-offsets) is measured besides
+                                    # those the watched groups consume (all their partitions; default none)
       auto_offset_reset: earliest   # what the groups do without a translated offset: earliest | latest | unknown
 ```
 
@@ -125,6 +127,7 @@ class Replication(Strict):
     primary: KafkaCluster
     dr: KafkaCluster
     groups: list[str] | Literal["all"] = "all"
+    topics: list[str] = Field(default_factory=list)  # primary topics measured besides the groups' (mirror-offsets)
     replication_policy: OneOf("default", "identity") = "default"  # MM2 replication.policy.class
     separator: str = Field(default=".", min_length=1)  # MM2 replication.policy.separator
     checkpoints_topic: str | None = None  # default: <source_alias>.checkpoints.internal on DR
@@ -137,6 +140,13 @@ class Replication(Strict):
     def _groups(cls, v):
         if isinstance(v, list) and (not v or any(not g for g in v)):
             raise ValueError("list consumer group names (or write `all`)")
+        return v
+
+    @field_validator("topics")
+    @classmethod
+    def _topics(cls, v):
+        if any(not t for t in v):
+            raise ValueError("topic names must not be empty")
         return v
 
     @property

@@ -246,6 +246,28 @@ def test_collector_cannot_reach_target_after_unreachable_for():
     assert run({"collector_health": table("collector_health", *rows, health("amq-a", 1, True))}) == []
 
 
+def kafka_answer(s, cluster, call, error=None, **where):
+    return {"obs_key": f"k-{cluster}-{call}-{s}", "ts": ago(s), "obs_date": "2026-11-22", "replication": "orders-dr",
+            "group_name": "kafka-primary", "cluster": cluster, "call": call, "fact": "answer", "answered": error is None,
+            "error": error, "error_kind": None if error is None else "refused", **where}
+
+
+def test_a_replication_cluster_the_kafka_protocol_reads_cannot_reach_alerts_too():
+    refused = "orders-dr: dr (127.0.0.1:9093) refused the connection: is the cluster up?"
+    rows = [kafka_answer(30, "dr", "committed"), kafka_answer(30, "primary", "groups")]
+    for s in (25, 20, 15, 10, 5):
+        rows += [kafka_answer(s, "dr", "checkpoints", f"not asked in this round: {refused}"),
+                 kafka_answer(s, "dr", "committed", refused), kafka_answer(s, "primary", "groups"),
+                 # a group's own error is no failed exchange of the cluster
+                 kafka_answer(s, "primary", "committed", "group g is not a consumer group", consumer_group="g")]
+    alerts = run({"kafka_offsets": table("kafka_offsets", *rows)})
+    assert names(alerts) == ["CollectorCannotReachTarget"]
+    a = alerts[0]
+    assert a.labels["broker"] == "orders-dr/dr" and a.labels["group"] == "kafka-primary" and a.starts_at == ago(25)
+    assert a.annotations["description"] == refused  # the failed call's error, not "not asked"
+    assert run({"kafka_offsets": table("kafka_offsets", *rows, kafka_answer(1, "dr", "committed"))}) == []
+
+
 def skewed(target, s, skew):
     return dict(health(target, s, True), clock_skew_s=skew)
 

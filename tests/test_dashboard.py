@@ -629,3 +629,20 @@ def test_pages_carry_a_content_security_policy_that_allows_only_our_scripts(gold
     assert "frame-ancestors 'none'" in csp and "object-src 'none'" in csp
     report = c.get(f"/report/{INCIDENT}.html").headers["Content-Security-Policy"]
     assert report.startswith("default-src 'none'") and "connect-src" not in report  # self-contained: fetches nothing
+
+
+def test_overview_lists_a_replication_cluster_the_kafka_protocol_reads_cannot_reach(gold):
+    def answer(s, cluster, call, error=None):
+        return dict(obs_key=f"k{s}{cluster}{call}", ts=at(s), obs_date=at(s).date().isoformat(), replication="orders-dr",
+                    group_name="kafka-primary", cluster=cluster, call=call, fact="answer", answered=error is None,
+                    error=error, error_kind=None if error is None else "timeout")
+    refused = "orders-dr: dr (127.0.0.1:9093): no answer within the timeout (2s); is the cluster up?"
+    gold.lh.append("kafka_offsets", [answer(1, "dr", "committed"), answer(1, "primary", "groups"),
+                                     answer(2, "dr", "committed", refused), answer(2, "primary", "groups"),
+                                     answer(2, "dr", "log_offsets", f"not asked in this round: {refused}")])
+    groups = {g["group"]: g for g in group_statuses(gold)}
+    (err,) = groups["kafka-primary"]["collector_errors"]
+    assert err["target"] == "orders-dr/dr" and err["error"] == refused
+    assert "collector: orders-dr/dr not answering (timeout)" in texts(L.group_card(groups["kafka-primary"]))
+    gold.lh.append("kafka_offsets", [answer(3, "dr", "committed"), answer(3, "primary", "groups")])
+    assert "kafka-primary" not in {g["group"] for g in group_statuses(gold)}  # answering again: nothing to say

@@ -2,7 +2,8 @@
 by our collector against the Jolokia 2.6.0 agents of infra.kafka_lab, or with the Kafka protocol), replayed
 through the analysis and scored against each drill's own ground truth (kill and restart times, the new
 controller's log line, the AdminClient's 10 Hz view of the ISRs and 4 Hz view of both clusters' end
-offsets, what a consumer group really read on DR after its failover).
+offsets, what a consumer group really read on DR after its failover). The MM2 drills also carry the
+Kafka-protocol reads of both clusters' log end offsets (flow mirror-offsets, analysis/mirror_lag.py).
 
     tests/fixtures/kafka/drill_broker_kill.*      SIGKILL p3 (not the controller), restart it
     tests/fixtures/kafka/drill_controller_kill.*  SIGKILL the active controller p2 → p1 takes over
@@ -57,6 +58,10 @@ def test_replayed_mm2_restart_lag_matches_the_end_offsets(analysed_recordings):
     # and by then it has caught up — the lag MM2 itself reports never shows the outage
     assert card.facts["restart → first mirrormaker2 metrics (s)"] > 5  # 11.1 s in this recording, 16–26 s in others
     assert card.facts["true lag when its metrics came back (messages)"] > 500
+    # the brokers' own log end offsets saw the whole outage, round by round, and DR's copy standing still
+    assert card.facts["mirror-offsets rows checked against the AdminClient"] >= 100
+    assert card.facts["mirror-offsets: widest gap during the fault (s)"] <= 1.5 * truth["scrape_interval_s"]
+    assert card.detected["DR's copy stalled (mirror-offsets, Burrow STALL)"]
 
 
 @pytest.mark.xdist_group(recordings.group(FIX / "drill_mm2_slow_link"))
@@ -76,6 +81,11 @@ def test_replayed_slow_link_is_a_lag_in_time_that_records_lag_does_not_show(anal
     calm = [r for r in gold if r["ts"].timestamp() < slow]
     assert spell and {r["lag_s_method"] for r in spell} == {"reported-latency"}
     assert max(r["lag_s"] for r in spell) > 1.0 > max(r["lag_s"] for r in calm)
+    # the brokers' log end offsets give the messages-behind figure records-lag cannot: within the
+    # AdminClient's on every round, a third of the true total per partition at the worst
+    assert card.facts["mirror-offsets worst miss (messages)"] == 0
+    largest = card.facts["mirror-offsets largest lag during the fault (messages, one partition)"]
+    assert largest >= truth["max_true_lag"] / 3 - 20
 
 
 def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_factory, spark):

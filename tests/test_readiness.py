@@ -134,6 +134,17 @@ def test_a_translation_above_the_commit_is_lossy():
     assert (r["re_read"], r["skipped"], r["status"]) == (0, 30, "lossy")
 
 
+def test_a_rewind_the_synced_offset_does_not_follow_names_the_checkpoint_as_the_way_back():
+    """As the real MM2 4.3.1 did (drill kafka-consumer-rewind): the group rewound 195 → 95 on the primary,
+    its synced offset on DR stayed at 195, the checkpoint for the new commit said 95 → 23."""
+    (r,) = gold([round_envelopes(T0, committed={0: 95}, synced={0: 195}, checkpoints={0: (95, 23, 0.5)})]).to_dict("records")
+    assert (r["re_read"], r["skipped"], r["status"], r["translated_from"]) == (0, 100, "lossy", "synced-offset")
+    assert r["detail"].endswith("100 message(s) would be skipped; MM2's latest checkpoint translates this commit to 23: "
+                                "setting the group's offset on DR to it re-reads 72 instead")
+    (r,) = gold([round_envelopes(T0, committed={0: 95}, synced={0: 195}, checkpoints={0: (195, 195, 0.5)})]).to_dict("records")
+    assert r["detail"].endswith("100 message(s) would be skipped")  # a checkpoint of the old commit shows no way back
+
+
 def test_without_translation_auto_offset_reset_decides():
     envs = round_envelopes(T0, committed={0: 120}, synced={}, checkpoints={}, dr_logs=(20, 300))
     unknown, earliest, latest = (gold([envs], params(auto_offset_reset=a)).iloc[0] for a in ("unknown", "earliest", "latest"))

@@ -50,6 +50,7 @@ DRILLS: dict[str, str] = {
     "kafka-mm2-restart": "brokerscope.drills.kafka_mm2",
     "kafka-mm2-slow-link": "brokerscope.drills.kafka_wan",
     "kafka-consumer-failover": "brokerscope.drills.kafka_failover",
+    "kafka-consumer-rewind": "brokerscope.drills.kafka_rewind",
 }
 
 

@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from brokerscope.drills.common import (Periodic, Scorecard, epoch, fresh_workdir, rows, run_in_lab, say, settle,
                                       start_collecting)
-from brokerscope.drills.kafka_mm2 import Load
+from brokerscope.drills.kafka_mm2 import Load, replication_config
 from infra.kafka_clients import committed_offsets, end_offsets, fail_over, produce, readiness
 from infra.kafka_lab import DR, MM2, PRIMARY, KafkaLab
 
@@ -97,12 +97,6 @@ class GroupConsumer(Periodic):
         return self.commits
 
 
-def replication_config(lab: KafkaLab) -> dict:
-    return {"name": REPLICATION, "group": f"kafka-{PRIMARY}", "source_alias": PRIMARY, "target_alias": DR,
-            "primary": {"bootstrap": lab.bootstrap(PRIMARY)}, "dr": {"bootstrap": lab.bootstrap(DR)},
-            "groups": [GROUP], "auto_offset_reset": "earliest", "timeout": "2s"}
-
-
 def run(workdir: Path, interval: float = 0.5, keep: bool = False) -> tuple[Path, dict]:
     workdir = fresh_workdir(workdir, keep)
     truth: dict = {"drill": NAME, "scrape_interval_s": interval, "group": GROUP, "replication": REPLICATION,
@@ -115,7 +109,8 @@ def _drive(lab: KafkaLab, workdir: Path, interval: float, truth: dict) -> None:
     say("starting Kafka: primary (3 KRaft nodes), dr (1), MirrorMaker 2")
     truth["startup_s"] = lab.start()
     primary, dr = lab.bootstrap(PRIMARY), lab.bootstrap(DR)
-    readiness_cfg = {"stale_after": f"{STALE_AFTER_S:g}s", "replications": [replication_config(lab)]}
+    readiness_cfg = {"stale_after": f"{STALE_AFTER_S:g}s", "replications": [
+        replication_config(lab, REPLICATION, groups=[GROUP], auto_offset_reset="earliest")]}
     _, col = start_collecting(workdir, [], interval, failover_readiness=readiness_cfg)
     load = Load(primary, lab.topic).start()
     group = GroupConsumer(primary, lab.topic).start()
@@ -201,10 +196,33 @@ def committed_at(commits: list, t: float) -> dict[str, int]:
 
 def score_rows(ready: list[dict], findings: list[dict], truth: dict) -> Scorecard:
     card = Scorecard(truth["drill"], truth["scrape_interval_s"])
+    at, pred = score_prediction(card, ready, truth)
+    if at is None:
+        return card
+    # the lost link at the failover: a translation that no longer follows the group is `stale` there
+    behind = [r for r in pred.values() if r["committed"] is not None and r["checkpoint_upstream"] is not None
+              and r["committed"] > r["checkpoint_upstream"]]
+    card.require(all(r["status"] == "stale" for r in behind),
+                 f"at the failover the translation lagged the commits but was not stale: "
+                 f"{[(r['partition'], r['status']) for r in behind if r['status'] != 'stale']}")
+    stale = [f for f in findings if f["code"] == "failover-readiness-stale" and f["client"] == truth["group"]
+             and epoch(f["start_ts"]) <= at <= epoch(f["end_ts"])]
+    if card.detect("lost link (failover-readiness-stale at the failover)", bool(stale),
+                   "no failover-readiness-stale finding of the group open at the prediction"):
+        # MM2 writes a checkpoint only when a translation moves: for a group far behind the log end it
+        # may not move for seconds while MM2 runs, so staleness can begin before the link is lost
+        first = min(epoch(f["start_ts"]) for f in stale)
+        card.facts["stale first seen (s after MM2 stopped; negative: before)"] = round(first - truth["mm2_stopped_ts"], 3)
+    return card
+
+
+def score_prediction(card: Scorecard, ready: list[dict], truth: dict) -> tuple[float | None, dict[int, dict]]:
+    """The prediction of the last round before the failover against what the consumer did on DR, per
+    partition (module doc's bar); returns that round's time and rows (None: no prediction)."""
     mine = [r for r in ready if r["consumer_group"] == truth["group"] and r["replication"] == truth["replication"]]
     before = [epoch(r["ts"]) for r in mine if epoch(r["ts"]) <= truth["failover_ts"]]
     if not card.detect("a readiness prediction before the failover", bool(before), f"no failover_readiness row of {truth['group']}"):
-        return card
+        return None, {}
     at = max(before)
     pred = {r["partition"]: r for r in mine if epoch(r["ts"]) == at}
     card.facts["prediction round (s before the failover)"] = round(truth["failover_ts"] - at, 3)
@@ -230,18 +248,4 @@ def score_rows(ready: list[dict], findings: list[dict], truth: dict) -> Scorecar
         ok = None not in got and abs(got[0] - want[0]) <= slack and abs(got[1] - want[1]) <= slack
         card.require(ok, f"partition {p}: predicted re-read/skip {got}, actual {want} (allowed difference {slack})")
     card.facts["prediction == actual on every partition"] = exact
-    # the lost link at the failover: a translation that no longer follows the group is `stale` there
-    behind = [r for r in pred.values() if r["committed"] is not None and r["checkpoint_upstream"] is not None
-              and r["committed"] > r["checkpoint_upstream"]]
-    card.require(all(r["status"] == "stale" for r in behind),
-                 f"at the failover the translation lagged the commits but was not stale: "
-                 f"{[(r['partition'], r['status']) for r in behind if r['status'] != 'stale']}")
-    stale = [f for f in findings if f["code"] == "failover-readiness-stale" and f["client"] == truth["group"]
-             and epoch(f["start_ts"]) <= at <= epoch(f["end_ts"])]
-    if card.detect("lost link (failover-readiness-stale at the failover)", bool(stale),
-                   "no failover-readiness-stale finding of the group open at the prediction"):
-        # MM2 writes a checkpoint only when a translation moves: for a group far behind the log end it
-        # may not move for seconds while MM2 runs, so staleness can begin before the link is lost
-        first = min(epoch(f["start_ts"]) for f in stale)
-        card.facts["stale first seen (s after MM2 stopped; negative: before)"] = round(first - truth["mm2_stopped_ts"], 3)
-    return card
+    return at, pred

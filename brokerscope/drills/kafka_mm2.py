@@ -36,6 +36,7 @@ from brokerscope.drills.common import (
     start_collecting,
 )
 from infra.kafka_clients import admin_client
+from settings import LagSettings
 from infra.kafka_lab import DR, MM2, PRIMARY, KafkaLab
 
 NAME = "kafka-mm2-restart"
@@ -43,6 +44,7 @@ SUMMARY = "stop MirrorMaker 2 under load → cross-cluster lag grows; restart �
 RATE = 10  # messages per producer tick (every 0.2 s: 50/s)
 #: what MM2 may have fetched but not yet written to DR when a scrape reads its consumer's lag
 IN_FLIGHT = 2 * RATE
+REPLICATION = "orders-dr"
 
 
 class Load(Periodic):
@@ -61,6 +63,13 @@ class Load(Periodic):
         super().stop()
         self.producer.flush(30)
         return self.sent  # what was produced (acks=all, flushed)
+
+
+def replication_config(lab: KafkaLab, name: str, **over) -> dict:
+    """The lab's primary → DR replication as `failover_readiness.replications` holds it."""
+    return {"name": name, "group": f"kafka-{PRIMARY}", "source_alias": PRIMARY, "target_alias": DR,
+            "primary": {"bootstrap": lab.bootstrap(PRIMARY)}, "dr": {"bootstrap": lab.bootstrap(DR)},
+            "timeout": "2s", **over}
 
 
 class LagProbe(Periodic):
@@ -121,9 +130,12 @@ def drive_under_load(lab: KafkaLab, workdir: Path, interval: float, truth: dict,
     `calm_s` of steady replication, `fault()`; then stop the producer and wait until DR has caught up.
     Truth: startup_s, load_stop_ts, produced, drained_ts, probe, max_true_lag (and the fault's own)."""
     truth["startup_s"] = lab.start()
+    truth["mirror_offsets"] = True
     load = Load(lab.bootstrap(PRIMARY), lab.topic).start()
     probe = LagProbe(lab).start()
-    _, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval)
+    # the brokers' own log end offsets too (flow mirror-offsets), read by the Kafka-protocol collector
+    mirror = {"replications": [replication_config(lab, REPLICATION, topics=[lab.topic])]}
+    _, col = start_collecting(workdir, [lab.target(n) for n in lab.names], interval, failover_readiness=mirror)
     try:
         settle(interval, int(calm_s / interval), calm_s)
         fault()
@@ -155,7 +167,24 @@ def _wait_drained(probe: LagProbe, since: float, timeout: float) -> float:
 
 def score(lh, truth: dict) -> Scorecard:
     repl = [r for r in rows(lh, "replication_stats") if r["flow"] == "mirrormaker2"]
-    return score_rows(repl, [r for r in rows(lh, "broker_state") if r["instance"] == MM2], truth)
+    card = score_rows(repl, [r for r in rows(lh, "broker_state") if r["instance"] == MM2], truth)
+    if truth.get("mirror_offsets"):  # recordings before the Kafka-protocol reads were added have none
+        stop, restart = truth["stop_ts"], truth["restart_ts"]
+        score_mirror_offsets(card, lh, probe_samples(truth), truth, (stop, restart))
+        # DR stood still from the stop: at the last round before the restart it was that long behind
+        gold = [r for r in rows(lh, "replication_lag") if r["flow"] == "mirror-offsets" and r["observed"]
+                and epoch(r["ts"]) <= restart and r["lag_s"] is not None]
+        if card.detect("mirror-offsets lag in time before the restart", bool(gold), "no mirror-offsets lag_s"):
+            last = max(epoch(r["ts"]) for r in gold)
+            behind = max(r["lag_s"] for r in gold if epoch(r["ts"]) == last)
+            card.boundary("mirror-offsets lag_s before the restart (vs time since the stop)", behind, last - stop)
+        # DR's copy stands still while MM2 is down: STALL once Burrow's window holds only such rounds
+        stalls = [epoch(f["start_ts"]) for f in rows(lh, "replication_findings")
+                  if f["flow"] == "mirror-offsets" and f["code"] == "consumer-stall" and epoch(f["start_ts"]) >= stop]
+        if card.detect("DR's copy stalled (mirror-offsets, Burrow STALL)", bool(stalls), "no consumer-stall finding"):
+            # MM2 takes up to ~2 s to stop on SIGTERM, then the window (10 rounds) must fill
+            card.boundary("stall found (vs stop)", min(stalls), stop, lo=0.0, hi=2.0 + (LagSettings().window + 2) * card.interval)
+    return card
 
 
 def score_rows(repl: list[dict], state: list[dict], truth: dict) -> Scorecard:
@@ -208,6 +237,49 @@ def score_lag_values(card: Scorecard, repl: list[dict], probe: list, truth: dict
     card.facts["largest true lag (messages, all partitions)"] = truth["max_true_lag"]
     card.require(checked >= 10, f"only {checked} mirrormaker2 lag rows to check{what}")
     card.require(not misses, f"{len(misses)} of {checked} lag values outside the AdminClient's{what}: {misses[:3]}")
+
+
+def score_mirror_offsets(card: Scorecard, lh, probe: list, truth: dict, fault: tuple[float, float]) -> None:
+    """The brokers' own lag (gold replication_lag, flow mirror-offsets: primary log end − DR log end,
+    read by the Kafka-protocol collector) against the AdminClient from one scrape interval before the
+    row's round to one after its reads ended (the round's exchanges' elapsed time), ± IN_FLIGHT; it
+    must be observed throughout the fault `(start, end)` — where MM2's own metrics go blind or say 0."""
+    gold = [r for r in rows(lh, "replication_lag") if r["flow"] == "mirror-offsets"]
+    seen = [r for r in gold if r["observed"]]
+    # a round's rows carry its tick; its reads ran from the tick for as long as its exchanges took
+    took: dict[float, float] = {}
+    for b in rows(lh, "bronze_kafka"):
+        took[epoch(b["ts"])] = took.get(epoch(b["ts"]), 0.0) + (b["elapsed_ms"] or 0.0) / 1000
+    card.facts["Kafka-protocol round: longest (s)"] = round(max(took.values(), default=0.0), 3)
+    misses, checked, worst = [], 0, 0.0
+    for r in seen:
+        ts, p, got = epoch(r["ts"]), r["partition"], r["lag_messages"]
+        near = [lags[p] for t, lags in probe if ts - card.interval <= t <= ts + took.get(ts, 0.0) + card.interval and p in lags]
+        if not near:
+            continue
+        checked += 1
+        # the probe samples every 0.25 s: between two samples the producer writes up to IN_FLIGHT more
+        # (a peak MM2 copies away before the next sample); the primary is read before DR: up to as much less
+        lo, hi = min(b[0] for b in near) - IN_FLIGHT, max(b[1] for b in near) + IN_FLIGHT
+        off = 0.0 if lo <= got <= hi else (lo - got if got < lo else got - hi)
+        worst = max(worst, off)
+        if off:
+            misses.append(f"p{p} at {ts:.3f}: {got:g} not in [{lo}, {hi}]")
+    start, end = fault
+    during = [r for r in seen if start <= epoch(r["ts"]) <= end]
+    card.facts["mirror-offsets rows checked against the AdminClient"] = checked
+    card.facts["mirror-offsets worst miss (messages)"] = worst
+    card.facts["mirror-offsets largest lag during the fault (messages, one partition)"] = max(
+        (r["lag_messages"] for r in during), default=None)
+    card.require(checked >= 10, f"only {checked} mirror-offsets rows to check")
+    card.require(not misses, f"{len(misses)} of {checked} mirror-offsets lags outside the AdminClient's: {misses[:3]}")
+    rounds = sorted({epoch(r["ts"]) for r in during})
+    widest = max((b - a for a, b in zip([start, *rounds], [*rounds, end])), default=end - start)
+    card.require(widest <= 3 * card.interval, f"mirror-offsets unobserved for {widest:.2f} s during the fault")
+    card.facts["mirror-offsets: widest gap during the fault (s)"] = round(widest, 2)
+    card.facts["mirror-offsets lag_s during the fault: largest (s), methods"] = (
+        round(max((r["lag_s"] for r in during if r["lag_s"] is not None), default=0.0), 3),
+        sorted({r["lag_s_method"] for r in during}))
 
 
 def _first_all_zero(repl: list[dict], since: float) -> float | None:

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from brokerscope.drills.common import Scorecard, epoch, fresh_workdir, rows, run_in_lab, say
-from brokerscope.drills.kafka_mm2 import IN_FLIGHT, _first_all_zero, drive_under_load, probe_samples, score_lag_values
+from brokerscope.drills.kafka_mm2 import (IN_FLIGHT, _first_all_zero, drive_under_load, probe_samples, score_lag_values,
+                                          score_mirror_offsets)
 from infra.kafka_lab import MM2, PRIMARY, KafkaLab
 
 NAME = "kafka-mm2-slow-link"
@@ -97,4 +98,6 @@ def score(lh, truth: dict) -> Scorecard:
     state = [r for r in rows(lh, "broker_state") if r["instance"] == MM2 and r["reachable"] is False]
     card.facts["MM2 unanswered scrapes (its JVM was never stopped)"] = len(state)
     card.boundary("drained (vs AdminClient)", _first_all_zero(repl, truth["load_stop_ts"]), truth["drained_ts"])
+    if truth.get("mirror_offsets"):  # the brokers' own figure: exact where records-lag says 0
+        score_mirror_offsets(card, lh, probe, truth, (slow, heal))
     return card

@@ -10,7 +10,8 @@ never invent a skip: what DR translated is read before what the primary committe
                                 last round; the response holds the latest record per watched
                                 (group, topic, partition), raw, with its timestamp
 4. `kafka.committed`   primary  ListConsumerGroupOffsets of the watched groups
-5. `kafka.log_offsets` primary  earliest and latest offset of the partitions they committed
+5. `kafka.log_offsets` primary  earliest and latest offset of the partitions they committed and of
+                                every partition of the replication's `topics` (from the metadata)
 6. `kafka.log_offsets` dr       the same for the mirrored partitions
 
 A cluster that does not answer one call is not asked again in that round: its other calls become
@@ -167,16 +168,22 @@ def committed(rep: Replication, admin: AdminClient, cluster: str, groups: list[s
 
 
 def log_offsets(rep: Replication, admin: AdminClient, cluster: str, partitions: list[tuple[str, int]],
-                timeout: float) -> KafkaExchange:
-    """Earliest and latest offset of each (topic, partition); a partition the cluster does not have
-    is an error of its own (a topic not mirrored yet)."""
-    ex, t0 = _started(SOURCE_LOG_OFFSETS, {"call": "log_offsets", "cluster": cluster,
-                                           "bootstrap": getattr(rep, cluster).bootstrap,
-                                           "partitions": [list(p) for p in partitions]})
+                timeout: float, topics: list[str] | tuple = ()) -> KafkaExchange:
+    """Earliest and latest offset of each (topic, partition), and of every partition of `topics`
+    (looked up in the cluster's metadata); a partition or topic the cluster does not have is an
+    error of its own (a topic not mirrored yet)."""
+    request = {"call": "log_offsets", "cluster": cluster, "bootstrap": getattr(rep, cluster).bootstrap,
+               "partitions": [list(p) for p in partitions]}
+    ex, t0 = _started(SOURCE_LOG_OFFSETS, {**request, "topics": list(topics)} if topics else request)
     try:
-        out: dict[tuple[str, int], list] = {p: [None, None] for p in partitions}
         errors: dict[str, str] = {}
         deadline = time.monotonic() + timeout + 1
+        if topics:
+            listed, missing = topic_partitions(admin, topics, timeout)
+            partitions = sorted(set(partitions) | listed)
+            errors.update({t: f"{rep.name}: {cluster} ({getattr(rep, cluster).bootstrap}) has no topic {t}; check "
+                              "`topics` of the replication" for t in missing})
+        out: dict[tuple[str, int], list] = {p: [None, None] for p in partitions}
         for i, spec in enumerate((OffsetSpec.earliest(), OffsetSpec.latest())):
             if not partitions:
                 break
@@ -194,6 +201,19 @@ def log_offsets(rep: Replication, admin: AdminClient, cluster: str, partitions: 
     except Exception as e:  # noqa: BLE001
         ex.error = describe(rep, cluster, "listing log offsets", e, timeout)
     return _done(ex, t0)
+
+
+def topic_partitions(admin: AdminClient, topics, timeout: float) -> tuple[set[tuple[str, int]], list[str]]:
+    """(every (topic, partition) of `topics`, the topics the cluster does not have) from its metadata."""
+    meta = admin.list_topics(timeout=timeout)
+    found, missing = set(), []
+    for t in topics:
+        md = meta.topics.get(t)
+        if md is None or md.error is not None or not md.partitions:
+            missing.append(t)
+        else:
+            found |= {(t, p) for p in md.partitions}
+    return found, missing
 
 
 @dataclass

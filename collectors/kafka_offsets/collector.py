@@ -129,10 +129,13 @@ def one_round(c: ReplicationClients, timeout: float) -> list[KafkaExchange]:
     out.append(on_primary)
     partitions = sorted({(t, p) for g in (on_primary.response or {}).get("groups", {}).values() for t, p, _ in g["offsets"]})
     p_logs = {"call": "log_offsets", "cluster": PRIMARY, "bootstrap": rep.primary.bootstrap,
-              "partitions": [list(p) for p in partitions]}
-    out.append(log_offsets(rep, c.primary, PRIMARY, partitions, timeout) if on_primary.ok else
-               not_asked(SOURCE_LOG_OFFSETS, p_logs, on_primary.error))
-    mirrored = sorted({(rep.remote_topic(t), p) for t, p in partitions} | _dr_partitions(rep, on_dr, checkpoints))
+              "partitions": [list(p) for p in partitions], **({"topics": rep.topics} if rep.topics else {})}
+    primary_logs = (log_offsets(rep, c.primary, PRIMARY, partitions, timeout, rep.topics) if on_primary.ok else
+                    not_asked(SOURCE_LOG_OFFSETS, p_logs, on_primary.error))
+    out.append(primary_logs)
+    # the topics' partitions as the primary's metadata listed them (those it answered for)
+    listed = {(t, p) for t, p, *_ in (primary_logs.response or {}).get("partitions", [])}
+    mirrored = sorted({(rep.remote_topic(t), p) for t, p in set(partitions) | listed} | _dr_partitions(rep, on_dr, checkpoints))
     d_logs = {"call": "log_offsets", "cluster": DR, "bootstrap": rep.dr.bootstrap, "partitions": [list(p) for p in mirrored]}
     out.append(log_offsets(rep, c.dr, DR, mirrored, timeout) if on_dr.ok else
                not_asked(SOURCE_LOG_OFFSETS, d_logs, on_dr.error))

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from collectors.kafka_offsets.checkpoint import CheckpointError, decode_key, decode_value
-from collectors.kafka_offsets.client import error_kind_of
+from collectors.kafka_offsets.client import NOT_ASKED, error_kind_of
 
 FACT_COLUMNS = ("consumer_group", "topic", "partition", "offset", "log_start", "upstream_offset", "checkpoint_ts",
                 "group_state", "answered", "error", "error_kind")
@@ -44,6 +44,25 @@ def offset_facts(row: dict, replication: str, group: str) -> list[dict]:
                               f"({type(e).__name__}: {e}); was it recorded by another tool?")]
 
 
+def exchange_health(facts) -> list[dict]:
+    """collector_health-like rows of the Kafka-protocol exchanges from kafka_offsets facts: one per
+    replication, cluster and round (`target` `<replication>/<cluster>`), answered when every call
+    to that cluster answered; else the first call's error (a cluster not asked again after a
+    failed call says so: the failed call's error is kept). For the overview and CollectorCannotReachTarget, which read the Jolokia
+    targets' collector_health."""
+    rounds: dict[tuple, dict] = {}
+    for f in facts:
+        if f["fact"] != "answer" or f.get("consumer_group") is not None or f.get("topic") is not None:
+            continue  # a group's or partition's own error is no failed exchange
+        key = (f["replication"], f["cluster"], f["ts"])
+        r = rounds.setdefault(key, {"ts": f["ts"], "target": f"{f['replication']}/{f['cluster']}", "kind": "kafka",
+                                    "group_name": f["group_name"], "answered": True, "error": None, "error_kind": None})
+        skipped = (f["error"] or "").startswith(NOT_ASKED)
+        if not f["answered"] and (r["answered"] or (r["error"] or "").startswith(NOT_ASKED) and not skipped):
+            r.update(answered=False, error=f["error"], error_kind=f["error_kind"])  # the failed call over "not asked"
+    return sorted(rounds.values(), key=lambda r: (r["target"], r["ts"]))
+
+
 def _content(base: dict, resp: dict) -> list[dict]:
     call = base["call"]
     if call == "groups":
@@ -61,8 +80,10 @@ def _content(base: dict, resp: dict) -> list[dict]:
         out = [_answer(base, None)]
         out += [_fact(base, "log", topic=t, partition=int(p), log_start=s, offset=e) for t, p, s, e in resp["partitions"]]
         for where, error in (resp.get("errors") or {}).items():
-            topic, _, partition = where.rpartition("-")
-            out.append(_answer(base, error, topic=topic, partition=int(partition) if partition.isdigit() else None))
+            topic, sep, partition = where.rpartition("-")  # `<topic>-<partition>`, or a whole topic
+            if not (sep and partition.isdigit()):
+                topic, partition = where, None
+            out.append(_answer(base, error, topic=topic, partition=int(partition) if partition is not None else None))
         return out
     if call == "checkpoints":
         return checkpoint_facts(base, resp)
