@@ -106,6 +106,18 @@ class ColumnarFile:
 
 def parse_file_columnar(path: PathLike, **kwargs) -> tuple[pa.RecordBatch, ParseStats]:
     """A GC log file (plain, .gz, .zip) -> (one RecordBatch of its events, stats)."""
+    if parser_impl() == "native":
+        # the core keeps growing one set of columns over the blocks: one batch, no concat
+        p = native.NativeGcLogParser(**kwargs)
+        with open_log_bytes(path) as fh:
+            while True:
+                block = fh.read(BLOCK)
+                p._core.collect_bytes(block, not block)
+                if not block:
+                    break
+        batch = _batch(p._core.take_columns(True), p.jvm_start)
+        p.finish_stats()
+        return batch, p.stats
     cf = ColumnarFile(path, **kwargs)
     table = pa.Table.from_batches(list(cf), schema=SCHEMA).combine_chunks()
     one = table.to_batches()

@@ -1,6 +1,7 @@
 //! GcEvent and ParseStats of the native core (model.py is the reference).
 
 use crate::pyfns::{Kb, PyInt};
+use crate::sstr::SStr;
 use std::sync::Arc;
 
 /// Wall clock of an event, resolved to a Python datetime by the binding.
@@ -17,14 +18,14 @@ pub enum Wall {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
-    pub event_type: Box<str>,
+    pub event_type: SStr,
     pub collector: Arc<str>,
     pub wall: Wall,
     /// `wall_time is None and jvm_start`: derive the wall clock from the JVM start (unified
     /// rule; the legacy rule only when the line has no date stamp at all)
     pub wall_from_start: bool,
     pub uptime_s: Option<f64>,
-    pub cause: Option<Box<str>>,
+    pub cause: Option<SStr>,
     pub pause_ms: Option<f64>,
     pub concurrent_ms: Option<f64>,
     pub duration_ms: Option<f64>,
@@ -37,14 +38,14 @@ pub struct Event {
     pub real_s: Option<f64>,
     pub gc_id: Option<PyInt>,
     pub flags: Vec<&'static str>,
-    pub phase: Option<Box<str>>,
+    pub phase: Option<SStr>,
     pub ttsp_ms: Option<f64>,
     pub source_line: u64,
     pub raw: Option<Box<str>>,
 }
 
 impl Event {
-    pub fn new(event_type: impl Into<Box<str>>, collector: Arc<str>, source_line: u64) -> Event {
+    pub fn new(event_type: impl Into<SStr>, collector: Arc<str>, source_line: u64) -> Event {
         Event {
             event_type: event_type.into(),
             collector,

@@ -3,6 +3,7 @@
 
 use crate::core::{Owner, DEFERRED, EVENT, IGNORED, UNKNOWN};
 use crate::event::Event;
+use crate::fastnum::parse_f64;
 use crate::legacy_res::{record_start, res, top_start};
 use crate::pyfns::{first_is_digit, lstrip, num, rstrip_nl, size_kb, slug, strip, Kb, PyInt};
 use crate::ts::wall_of_date;
@@ -70,6 +71,16 @@ pub fn kb(text: &str) -> Kb {
 
 fn opt(c: &Captures, name: &str) -> Option<String> {
     c.name(name).map(|m| m.as_str().to_string())
+}
+
+fn refill(slot: &mut Option<String>, v: Option<&str>) {
+    match (slot.as_mut(), v) {
+        (Some(buf), Some(v)) => {
+            buf.clear();
+            buf.push_str(v);
+        }
+        (_, v) => *slot = v.map(String::from),
+    }
 }
 
 /// LegacyHandler._stamp
@@ -157,11 +168,13 @@ impl Legacy {
     }
 
     fn track_prefix(&mut self, date: Option<&str>, up: Option<&str>) {
-        let p = (date.map(String::from), up.map(String::from));
         if self.first_prefix.is_none() {
-            self.first_prefix = Some(p.clone());
+            self.first_prefix = Some((date.map(String::from), up.map(String::from)));
         }
-        self.last_prefix = Some(p);
+        // once a line: refill the last prefix's buffers rather than allocate new ones
+        let last = self.last_prefix.get_or_insert((None, None));
+        refill(&mut last.0, date);
+        refill(&mut last.1, up);
     }
 
     // -- embedded items ----------------------------------------------------------------------
@@ -470,9 +483,9 @@ impl Legacy {
 
     fn set_times(ev: &mut Event, fm: &Captures) {
         if ev.user_s.is_none() {
-            ev.user_s = fm[1].parse().ok();
-            ev.sys_s = fm[2].parse().ok();
-            ev.real_s = fm[3].parse().ok();
+            ev.user_s = parse_f64(&fm[1]);
+            ev.sys_s = parse_f64(&fm[2]);
+            ev.real_s = parse_f64(&fm[3]);
         }
     }
 
@@ -570,8 +583,8 @@ impl Legacy {
             flags = f;
         }
         // at most 15 digits: always an i64
-        let int = |t: &str| Some(Kb::Small(t.parse().ok()?));
-        let pause = fm.t.parse::<f64>().unwrap_or(f64::NAN) * 1000.0;
+        let int = |t: &str| Some(Kb::Small(crate::fastnum::small_int(t.as_bytes()).or_else(|| t.parse().ok())?));
+        let pause = parse_f64(fm.t).unwrap_or(f64::NAN) * 1000.0;
         let coll = o.set_collector_legacy(gen_collector(fm.gen));
         let mut ev = Event::new("young", coll, line_no);
         ev.cause = cause.map(Into::into);
@@ -590,9 +603,9 @@ impl Legacy {
         }
         stamp(&mut ev, date, up);
         if let Some((u, s, r)) = fm.times {
-            ev.user_s = u.parse().ok();
-            ev.sys_s = s.parse().ok();
-            ev.real_s = r.parse().ok();
+            ev.user_s = parse_f64(u);
+            ev.sys_s = parse_f64(s);
+            ev.real_s = parse_f64(r);
         }
         if o.keep_raw {
             ev.raw = Some(rstrip_nl(line).into());
@@ -606,11 +619,11 @@ impl Legacy {
         if date.is_some() || up.is_some() {
             self.track_prefix(date, up);
         }
-        let pause = fm[5].parse::<f64>().unwrap_or(f64::NAN) * 1000.0;
+        let pause = parse_f64(&fm[5]).unwrap_or(f64::NAN) * 1000.0;
         let mut ev = Event::new("safepoint", o.collector.clone(), line_no);
         ev.pause_ms = Some(pause);
         ev.duration_ms = Some(pause);
-        ev.ttsp_ms = fm.get(6).map(|m| m.as_str().parse::<f64>().unwrap_or(f64::NAN) * 1000.0);
+        ev.ttsp_ms = fm.get(6).map(|m| parse_f64(m.as_str()).unwrap_or(f64::NAN) * 1000.0);
         ev.phase = Some(STOPPED_PHASE.into());
         stamp(&mut ev, date, up);
         if o.keep_raw {

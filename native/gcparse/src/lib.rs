@@ -4,6 +4,7 @@
 pub mod columns;
 pub mod core;
 pub mod event;
+pub mod fastnum;
 pub mod layout;
 pub mod legacy;
 pub mod legacy_fast;
@@ -12,6 +13,7 @@ pub mod legacy_res;
 pub mod pyfns;
 pub mod pyuni;
 pub mod rx;
+pub mod sstr;
 pub mod ts;
 pub mod unified;
 pub mod unified_gc;

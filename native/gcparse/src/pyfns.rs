@@ -107,6 +107,9 @@ fn ascii_digits(s: &str) -> Option<std::borrow::Cow<'_, str>> {
 /// float(text) for the shapes the parser hands it (digits, '.', sign; surrounding
 /// whitespace); None where CPython raises ValueError.
 pub fn py_float(text: &str) -> Option<f64> {
+    if let Some(v) = crate::fastnum::dec_f64(text.as_bytes()) {
+        return Some(v); // the usual shape: digits and a dot, nothing to strip or map
+    }
     let t = ascii_digits(strip(text))?;
     let t = t.as_ref();
     let body = t.strip_prefix(['+', '-']).unwrap_or(t);
@@ -129,6 +132,9 @@ pub fn py_float(text: &str) -> Option<f64> {
 
 /// _common.num: decimal comma accepted; a malformed number gives its longest numeric prefix.
 pub fn num(text: &str) -> f64 {
+    if let Some(v) = crate::fastnum::dec_f64(text.as_bytes()) {
+        return v;
+    }
     let t = text.replace(',', ".");
     if let Some(v) = py_float(&t) {
         return v;
@@ -174,6 +180,9 @@ pub enum PyInt {
 impl PyInt {
     /// int(text) of a digit string (str.isdecimal characters), None if it is not one.
     pub fn parse(text: &str) -> Option<PyInt> {
+        if let Some(v) = crate::fastnum::small_int(text.as_bytes()) {
+            return Some(PyInt::Small(v));
+        }
         let t = ascii_digits(strip(text))?;
         let t = t.as_ref();
         if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
@@ -262,7 +271,10 @@ pub fn size_kb(text: &str) -> Option<Kb> {
         'T' => (rstrip(&t[..t.len() - 1]), 1073741824.0),
         _ => (t, 1.0),
     };
-    let v = py_float(&numtxt.replace(',', "."))?;
+    let v = match crate::fastnum::dec_f64(numtxt.as_bytes()) {
+        Some(v) => v,
+        None => py_float(&numtxt.replace(',', "."))?,
+    };
     let kb = v * unit;
     if kb.is_finite() {
         let r = kb.round_ties_even();

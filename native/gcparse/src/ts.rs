@@ -3,6 +3,7 @@
 
 use crate::event::Wall;
 use crate::pyfns::{num, py_float, round3, PyInt};
+use crate::sstr::SStr;
 
 /// Parses a date stamp CPython's way (the binding's hook calls `_common.parse_datestamp`):
 /// microseconds since the epoch, UTC.
@@ -92,7 +93,7 @@ pub fn iso_strict(text: &str) -> Option<i64> {
 
 /// _common.parse_datestamp as a Wall: the common shape here, others left to CPython.
 pub fn wall_of_date(text: &str) -> Wall {
-    let t = text.replace(',', ".");
+    let t = if text.contains(',') { std::borrow::Cow::Owned(text.replace(',', ".")) } else { text.into() };
     match iso_strict(&t) {
         Some(us) => Wall::Micros(us),
         None => Wall::Iso(text.into()),
@@ -101,7 +102,7 @@ pub fn wall_of_date(text: &str) -> Wall {
 
 /// Microseconds of a date stamp (for durations): strict shape here, else the hook.
 pub fn date_micros(text: &str, hook: Option<&DateHook>) -> Option<i64> {
-    let t = text.replace(',', ".");
+    let t = if text.contains(',') { std::borrow::Cow::Owned(text.replace(',', ".")) } else { text.into() };
     iso_strict(&t).or_else(|| hook.and_then(|h| h(text)))
 }
 
@@ -118,15 +119,15 @@ pub fn wall_of_epoch_ms(ms: &PyInt) -> Wall {
 /// A unified line's time stamp: (wall date stamp, wall epoch ms, uptime), as `_ts` returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ts {
-    pub wall: Option<Box<str>>,
-    pub wallms: Option<Box<str>>,
+    pub wall: Option<SStr>,
+    pub wallms: Option<SStr>,
     /// uptime text ('12.345', num() applies) or seconds already computed
     pub up: Option<Up>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Up {
-    Text(Box<str>),
+    Text(SStr),
     Secs(f64),
 }
 

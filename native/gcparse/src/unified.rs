@@ -397,7 +397,7 @@ impl Unified {
             ev.pause_ms = Some(total);
             ev.duration_ms = Some(total);
             ev.ttsp_ms = sm.name("reach").filter(|m| !m.as_str().is_empty()).map(|m| num(m.as_str()) * 1000.0);
-            ev.cause = self.safepoint_op.take();
+            ev.cause = self.safepoint_op.take().map(Into::into);
             ev.phase = Some(STOPPED_PHASE.into());
             out.push(ev);
             return EVENT;

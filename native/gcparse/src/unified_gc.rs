@@ -620,8 +620,8 @@ impl Unified {
             let flags = st.cycle_flags.clone();
             let mut ev = self.new_event(o, "concurrent-cycle", fts.as_ref(), fline, None, Some("shenandoah"));
             ev.gc_id = Some(gc_id.clone());
-            ev.phase = name;
-            ev.cause = cause;
+            ev.phase = name.map(Into::into);
+            ev.cause = cause.map(Into::into);
             ev.duration_ms = dd;
             if let Some((b, a, c)) = heap {
                 ev.heap = [Some(kb(&b)), Some(kb(&a)), Some(kb(&c))];
