@@ -18,16 +18,18 @@ fn main() {
         let t0 = Instant::now();
         let mut p = Parser::new(None, false, 50);
         let mut out = Vec::new();
-        p.feed_bytes(&data, &mut out);
-        p.end_text(&mut out);
-        p.finish(&mut out);
-        let n = out.len();
         let mut cols = Columns::default();
         if columns {
-            for e in out.drain(..) {
-                cols.push(&e);
-            }
+            // as the binding's collect_bytes / take_columns(finish=True)
+            brokerscope_gcparse::columns::feed_bytes(&mut p, &data, true, &mut cols);
+            p.finish(&mut out);
+            out.iter().for_each(|e| cols.push(e));
+        } else {
+            p.feed_bytes(&data, &mut out);
+            p.end_text(&mut out);
+            p.finish(&mut out);
         }
+        let n = out.len().max(cols.rows);
         drop(out);
         let s = t0.elapsed().as_secs_f64();
         let mb = data.len() as f64 / 1e6;

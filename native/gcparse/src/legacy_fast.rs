@@ -33,11 +33,11 @@ struct Cur<'a> {
 }
 
 impl<'a> Cur<'a> {
-    #[inline]
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
-    #[inline]
+    #[inline(always)]
     fn lit(&mut self, l: &str) -> bool {
         if self.b[self.i..].starts_with(l.as_bytes()) {
             self.i += l.len();
@@ -46,7 +46,7 @@ impl<'a> Cur<'a> {
             false
         }
     }
-    #[inline]
+    #[inline(always)]
     fn run(&mut self, f: impl Fn(u8) -> bool) -> usize {
         let start = self.i;
         while self.i < self.b.len() && f(self.b[self.i]) {
@@ -54,12 +54,12 @@ impl<'a> Cur<'a> {
         }
         self.i - start
     }
-    #[inline]
+    #[inline(always)]
     fn digits(&mut self) -> usize {
         self.run(|c| c.is_ascii_digit())
     }
     /// `\d{n}`
-    #[inline]
+    #[inline(always)]
     fn exact_digits(&mut self, n: usize) -> bool {
         let ok = self.b.len() >= self.i + n && self.b[self.i..self.i + n].iter().all(u8::is_ascii_digit);
         if ok {
@@ -68,7 +68,7 @@ impl<'a> Cur<'a> {
         ok
     }
     /// `\d+<sep>\d+` (sep one of `seps`), as text
-    #[inline]
+    #[inline(always)]
     fn decimal(&mut self, seps: &[u8]) -> Option<&'a str> {
         let start = self.i;
         if self.digits() == 0 || !self.peek().map_or(false, |c| seps.contains(&c)) {
@@ -78,7 +78,7 @@ impl<'a> Cur<'a> {
         (self.digits() > 0).then(|| &self.s[start..self.i])
     }
     /// `(?P<x>\d{1,15})K`
-    #[inline]
+    #[inline(always)]
     fn kb(&mut self) -> Option<&'a str> {
         let start = self.i;
         let n = self.digits();
@@ -112,14 +112,14 @@ impl<'a> Cur<'a> {
             None
         }
     }
-    #[inline]
+    #[inline(always)]
     fn one_of(&mut self, set: &[u8]) -> bool {
         let ok = self.peek().map_or(false, |c| set.contains(&c));
         self.i += ok as usize;
         ok
     }
     /// re.ASCII `\s*`
-    #[inline]
+    #[inline(always)]
     fn spaces(&mut self) {
         self.run(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c'));
     }

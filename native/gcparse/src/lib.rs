@@ -17,6 +17,7 @@ pub mod sstr;
 pub mod ts;
 pub mod unified;
 pub mod unified_gc;
+pub mod unified_scan;
 pub mod vocab;
 
 #[cfg(feature = "python")]

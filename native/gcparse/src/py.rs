@@ -73,35 +73,11 @@ impl crate::py_columns::Resolve for PyParser {
     }
 }
 
-/// Bytes fed at a time on the columnar path: the events of a piece go to the columns at
-/// once, so the event vector stays small and in cache (a 16 MB block made it ~50 MB).
-const PIECE: usize = 1 << 18;
-
 impl PyParser {
     fn columns(&self, py: Python, evs: &[Event]) -> PyResult<PyObject> {
         let mut c = crate::columns::Columns::default();
         py.allow_threads(|| evs.iter().for_each(|e| c.push(e)));
         crate::py_columns::to_py(py, &c, self)
-    }
-
-    /// feed_bytes (then end_text if `end`) with the events appended to `c`; `data` is fed in
-    /// pieces cut after a newline, which the byte input takes like any other chunking.
-    fn bytes_into(&mut self, data: &[u8], end: bool, c: &mut crate::columns::Columns) {
-        let mut out = Vec::new();
-        let mut rest = data;
-        while !rest.is_empty() {
-            let cut = match rest.get(PIECE..).and_then(|t| memchr::memchr(b'\n', t)) {
-                Some(i) => PIECE + i + 1,
-                None => rest.len(),
-            };
-            self.p.feed_bytes(&rest[..cut], &mut out);
-            out.drain(..).for_each(|e| c.push(&e));
-            rest = &rest[cut..];
-        }
-        if end {
-            self.p.end_text(&mut out);
-        }
-        out.drain(..).for_each(|e| c.push(&e));
     }
 
     fn int(&self, py: Python, v: &PyInt) -> PyResult<PyObject> {
@@ -270,7 +246,7 @@ impl PyParser {
     #[pyo3(signature = (data, end=false))]
     fn feed_bytes_columns(&mut self, py: Python, data: &[u8], end: bool) -> PyResult<PyObject> {
         let mut c = crate::columns::Columns::default();
-        py.allow_threads(|| self.bytes_into(data, end, &mut c));
+        py.allow_threads(|| crate::columns::feed_bytes(&mut self.p, data, end, &mut c));
         crate::py_columns::to_py(py, &c, self)
     }
 
@@ -286,7 +262,7 @@ impl PyParser {
     #[pyo3(signature = (data, end=false))]
     fn collect_bytes(&mut self, py: Python, data: &[u8], end: bool) {
         let mut c = std::mem::take(&mut self.collected);
-        py.allow_threads(|| self.bytes_into(data, end, &mut c));
+        py.allow_threads(|| crate::columns::feed_bytes(&mut self.p, data, end, &mut c));
         self.collected = c;
     }
 

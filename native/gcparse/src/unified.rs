@@ -8,6 +8,7 @@ use crate::pyfns::{is_decimal, num, py_float, rstrip, rstrip_nl, size_kb, strip,
 use crate::rx::py_m;
 use crate::ts::{wall_of_date, wall_of_epoch_ms, Ts, Up};
 use crate::rx::Re;
+use crate::unified_scan::{self as scan, plain};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -379,13 +380,21 @@ impl Unified {
         let ts = d.map(|d| d.ts());
         let c0 = msg.as_bytes().first().copied().unwrap_or(0);
         if c0 == b'S' && msg.starts_with("Safepoint \"") {
-            let Some(sm) = r.safepoint.captures(msg) else { return UNKNOWN };
+            let sm = if plain(msg) {
+                scan::safepoint(msg)
+            } else {
+                r.safepoint.captures(msg).map(|c| {
+                    let g = |n: &str| c.name(n).unwrap().as_str();
+                    (g("op"), g("reach"), g("total"))
+                })
+            };
+            let Some((op, reach, total)) = sm else { return UNKNOWN };
             let mut ev = self.new_event(o, "safepoint", ts.as_ref(), line_no, Some(raw), None);
-            let total = py_float(&sm["total"]).unwrap_or(f64::NAN) / 1e6;
+            let total = py_float(total).unwrap_or(f64::NAN) / 1e6;
             ev.pause_ms = Some(total);
             ev.duration_ms = Some(total);
-            ev.ttsp_ms = Some(py_float(&sm["reach"]).unwrap_or(f64::NAN) / 1e6);
-            ev.cause = Some(sm["op"].into());
+            ev.ttsp_ms = Some(py_float(reach).unwrap_or(f64::NAN) / 1e6);
+            ev.cause = Some(op.into());
             ev.phase = Some(SAFEPOINT_PHASE.into());
             out.push(ev);
             return EVENT;
@@ -408,10 +417,11 @@ impl Unified {
             return IGNORED;
         }
         if (c0 == b'A' && msg.starts_with("Allocation Stall (")) || (c0 == b'R' && msg.starts_with("Relocation Stall (")) {
-            let Some(sm) = r.stall.captures(msg) else { return UNKNOWN };
+            let dur = if plain(msg) { scan::stall(msg) } else { r.stall.captures(msg).map(|c| c.name("dur").unwrap().as_str()) };
+            let Some(dur) = dur else { return UNKNOWN };
             let etype = if c0 == b'A' { "allocation-stall" } else { "relocation-stall" };
             let mut ev = self.new_event(o, etype, ts.as_ref(), line_no, Some(raw), Some("zgc"));
-            ev.duration_ms = Some(num(&sm["dur"]));
+            ev.duration_ms = Some(num(dur));
             ev.phase = Some(strip(msg).into());
             out.push(ev);
             return EVENT;

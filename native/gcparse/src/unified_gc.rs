@@ -7,29 +7,30 @@ use crate::pyfns::{is_alpha, num, rstrip, size_kb, slug, strip, Kb, PyInt};
 use crate::rx::{py, py_m};
 use crate::ts::{elapsed_ms, Ts};
 use crate::unified::{Deco, Phase, Unified};
+use crate::unified_scan::{self as scan, plain, GcEnd, GcStart};
 use crate::rx::Re;
-use regex::Captures;
 use std::sync::OnceLock;
 
-struct GcRes {
-    pause_end: Re,
-    pause_start: Re,
-    conc_end: Re,
-    conc_start: Re,
-    zcycle_end: Re,
-    zcycle_start: Re,
-    zgen_end: Re,
-    cpu: Re,
-    gen: Re,
-    regions: Re,
-    quals: Re,
-    gc_detail: Re,
+/// The `GC(n)` message patterns (public for the scanner tests).
+pub struct GcRes {
+    pub pause_end: Re,
+    pub pause_start: Re,
+    pub conc_end: Re,
+    pub conc_start: Re,
+    pub zcycle_end: Re,
+    pub zcycle_start: Re,
+    pub zgen_end: Re,
+    pub cpu: Re,
+    pub gen: Re,
+    pub regions: Re,
+    pub quals: Re,
+    pub gc_detail: Re,
 }
 
 const Q: &str = r"\((?:[^()]|\([^()]*\))*\)";
 const SIZE: &str = r"\d+(?:[.,]\d+)?\s?[BKMGT]";
 
-fn res() -> &'static GcRes {
+pub fn res() -> &'static GcRes {
     static R: OnceLock<GcRes> = OnceLock::new();
     R.get_or_init(|| {
         let heap = format!(r"(?P<hb>{SIZE})(?:\((?P<hcb>{SIZE})\))?->(?P<ha>{SIZE})\((?P<hc>{SIZE})\)");
@@ -86,8 +87,37 @@ fn kb(text: &str) -> Kb {
     size_kb(text).unwrap_or(Kb::Small(0))
 }
 
-fn heap3(c: &Captures) -> Option<[Kb; 3]> {
-    Some([kb(c.name("hb")?.as_str()), kb(&c["ha"]), kb(&c["hc"])])
+fn heap3(e: &GcEnd) -> Option<[Kb; 3]> {
+    let (_, hb, ha, hc) = e.heap?;
+    Some([kb(hb), kb(ha), kb(hc)])
+}
+
+/// pause_end / conc_end: scanned, or by the regex on other haystacks.
+fn end_of<'a>(rest: &'a str, prefix: &str, re: &Re) -> Option<GcEnd<'a>> {
+    if plain(rest) {
+        return scan::gc_end(rest, prefix);
+    }
+    let c = re.captures(rest)?;
+    let g = |n: &str| c.name(n).map(|m| m.as_str());
+    let dur = c.name("dur").unwrap();
+    Some(GcEnd {
+        name: g("name").unwrap(),
+        quals: g("quals").unwrap_or(""),
+        heap: c.name("hb").map(|m| (m.start(), m.as_str(), g("ha").unwrap(), g("hc").unwrap())),
+        dur_start: dur.start(),
+        dur: dur.as_str(),
+        unit: g("unit").unwrap(),
+    })
+}
+
+/// pause_start / conc_start: scanned, or by the regex on other haystacks.
+fn start_of<'a>(rest: &'a str, prefix: &str, re: &Re) -> Option<GcStart<'a>> {
+    if plain(rest) {
+        return scan::gc_start(rest, prefix);
+    }
+    let c = re.captures(rest)?;
+    let g = |n: &str| c.name(n).map(|m| m.as_str());
+    Some(GcStart { name: g("name").unwrap(), quals: g("quals").unwrap_or("") })
 }
 
 fn dur_ms(value: &str, unit: &str) -> f64 {
@@ -99,11 +129,13 @@ fn dur_ms(value: &str, unit: &str) -> f64 {
     }
 }
 
-fn quals(text: Option<&str>) -> Vec<String> {
-    match text {
-        Some(t) if !t.is_empty() => res().quals.captures_iter(t).map(|c| c[1].to_string()).collect(),
-        _ => Vec::new(),
+/// the qualifiers' inner texts (the group holds whole qualifiers only: scanning it gives what
+/// the `quals` regex finds)
+fn quals(text: &str) -> Vec<&str> {
+    if text.is_empty() {
+        return Vec::new();
     }
+    scan::split_quals(text)
 }
 
 /// rest.rstrip()[-1:] == "s"
@@ -149,12 +181,17 @@ impl Unified {
             return self.concurrent(o, gc_id, &text, gen, d, line_no, out, raw);
         }
         if c0 == 'U' && rest.starts_with("User=") {
-            let Some(cm) = r.cpu.captures(rest) else { return UNKNOWN };
+            let cm = if plain(rest) {
+                scan::cpu(rest)
+            } else {
+                r.cpu.captures(rest).map(|c| (c.get(1).unwrap().as_str(), c.get(2).unwrap().as_str(), c.get(3).unwrap().as_str()))
+            };
+            let Some((u, sy, re)) = cm else { return UNKNOWN };
             if let Some(t) = self.ready.iter_mut().rev().find(|e| e.gc_id.as_ref() == Some(&gc_id)) {
                 if t.user_s.is_none() {
-                    t.user_s = Some(num(&cm[1]));
-                    t.sys_s = Some(num(&cm[2]));
-                    t.real_s = Some(num(&cm[3]));
+                    t.user_s = Some(num(u));
+                    t.sys_s = Some(num(sy));
+                    t.real_s = Some(num(re));
                 }
             }
             self.flush_ready(out);
@@ -167,9 +204,17 @@ impl Unified {
         }
         if gen.is_some() && (rest.starts_with("Young Generation") || rest.starts_with("Old Generation")) {
             let i = self.state(o, &gc_id, line_no, d.map(|d| d.ts()));
-            if let Some(zm) = r.zgen_end.captures(rest) {
-                let v = (kb(&zm["hb"]), kb(&zm["ha"]));
-                if &zm["name"] == "Young" {
+            let zm = if plain(rest) {
+                scan::zgen_end(rest)
+            } else {
+                r.zgen_end.captures(rest).map(|c| {
+                    let g = |n: &str| c.name(n).unwrap().as_str();
+                    (g("name"), g("hb"), g("ha"))
+                })
+            };
+            if let Some((zname, hb, ha)) = zm {
+                let v = (kb(hb), kb(ha));
+                if zname == "Young" {
                     self.states[i].zgen_young = Some(v);
                 } else {
                     self.states[i].zgen_old = Some(v);
@@ -216,10 +261,17 @@ impl Unified {
         let r = res();
         let key = &rest[..colon];
         if GEN_KEYS.contains(&key) {
-            if let Some(gm) = r.gen.captures(rest) {
+            let gm = if plain(rest) {
+                scan::gen_sizes(rest, key).map(|(b, a, c)| (key, b, a, c))
+            } else {
+                r.gen.captures(rest).map(|c| {
+                    let g = |n: &str| c.name(n).unwrap().as_str();
+                    (g("gen"), g("b"), g("a"), g("c"))
+                })
+            };
+            if let Some((g, b, a, c)) = gm {
                 let i = self.get_or_state(o, gc_id, line_no, d);
-                let g = &gm["gen"];
-                let vals = [kb(&gm["b"]), kb(&gm["a"]), kb(&gm["c"])];
+                let vals = [kb(b), kb(a), kb(c)];
                 if let Some(h) = gen_hint(g) {
                     o.set_collector_unified(Some(h));
                 }
@@ -233,11 +285,18 @@ impl Unified {
             return Some(EVENT);
         }
         if key.ends_with(" regions") {
-            if let Some(rm) = r.regions.captures(rest) {
+            let rm = if plain(rest) {
+                scan::regions(rest)
+            } else {
+                r.regions.captures(rest).map(|c| {
+                    let g = |n: &str| c.name(n).unwrap().as_str();
+                    (g("kind"), g("b"), g("a"))
+                })
+            };
+            if let Some((kind, b, a)) = rm {
                 let i = self.get_or_state(o, gc_id, line_no, d);
-                let (b, a) = (PyInt::parse(&rm["b"]).unwrap(), PyInt::parse(&rm["a"]).unwrap());
+                let (b, a) = (PyInt::parse(b).unwrap(), PyInt::parse(a).unwrap());
                 let regions = self.states[i].regions.get_or_insert_with(Vec::new);
-                let kind = &rm["kind"];
                 match regions.iter_mut().find(|(k, _, _)| &**k == kind) {
                     Some(e) => {
                         e.1 = b;
@@ -275,10 +334,10 @@ impl Unified {
         out: &mut Vec<Event>, raw: &str,
     ) -> u8 {
         let r = res();
-        let em = if ends_with_s(rest) { r.pause_end.captures(rest) } else { None };
+        let em = if ends_with_s(rest) { end_of(rest, "Pause ", &r.pause_end) } else { None };
         let ts = d.map(|d| d.ts());
         let Some(em) = em else {
-            if !r.pause_start.is_match(rest) {
+            if start_of(rest, "Pause ", &r.pause_start).is_none() {
                 return UNKNOWN;
             }
             self.flush_ready(out);
@@ -298,19 +357,19 @@ impl Unified {
         };
         self.flush_ready(out);
         let i = self.get_or_state(o, &gc_id, line_no, d);
-        let name = &em["name"];
-        let qs = quals(em.name("quals").map(|m| m.as_str()));
-        let dur = dur_ms(&em["dur"], &em["unit"]);
+        let name = em.name;
+        let qs = quals(em.quals);
+        let dur = dur_ms(em.dur, em.unit);
         let st = &self.states[i];
         let mut flags: Vec<&'static str> = st.flags.clone();
-        let mut cause: Option<String> = None;
+        let mut cause: Option<&str> = None;
         let mut hint: Option<&'static str> = None;
         let mut etype: Option<String> = None;
-        for q in &qs {
-            match q.as_str() {
+        for &q in &qs {
+            match q {
                 "Normal" | "Concurrent Start" | "Prepare Mixed" | "Mixed" => {
                     hint = Some("g1");
-                    match q.as_str() {
+                    match q {
                         "Mixed" => etype = Some("mixed".into()),
                         "Concurrent Start" => flags.push("concurrent-start"),
                         "Prepare Mixed" => flags.push("prepare-mixed"),
@@ -319,7 +378,7 @@ impl Unified {
                 }
                 "Evacuation Failure" => flags.push("evacuation-failure"),
                 "Major" | "Minor" => {}
-                _ if cause.is_none() => cause = Some(q.clone()),
+                _ if cause.is_none() => cause = Some(q),
                 _ => {}
             }
         }
@@ -362,7 +421,7 @@ impl Unified {
                 format!("pause-{}", slug(name))
             }
         };
-        if let Some(c) = &cause {
+        if let Some(c) = cause {
             if c.contains("Humongous") {
                 flags.push("humongous");
             }
@@ -373,7 +432,7 @@ impl Unified {
                 hint = Some("g1");
             }
         }
-        let cut = em.name("hb").map_or(em.name("dur").unwrap().start(), |m| m.start());
+        let cut = em.heap.map_or(em.dur_start, |h| h.0);
         let phase = with_gen(gen, rstrip(&rest[..cut]));
         let (first_ts, first_line, first_raw) = if st.pause_line != 0 {
             (st.pause_ts.clone(), st.pause_line, st.pause_raw.clone())
@@ -464,16 +523,16 @@ impl Unified {
         out: &mut Vec<Event>, raw: &str,
     ) -> u8 {
         let r = res();
-        let em = if ends_with_s(rest) { r.conc_end.captures(rest) } else { None };
+        let em = if ends_with_s(rest) { end_of(rest, "Concurrent ", &r.conc_end) } else { None };
         let ts = d.map(|d| d.ts());
         let level = d.and_then(|d| d.level());
         let Some(em) = em else {
-            let Some(sm) = r.conc_start.captures(rest) else {
+            let Some(sm) = start_of(rest, "Concurrent ", &r.conc_start) else {
                 return if r.gc_detail.is_match(rest) { EVENT } else { UNKNOWN };
             };
             self.flush_ready(out);
             let i = self.state(o, &gc_id, line_no, ts.clone());
-            let name = &sm["name"];
+            let name = sm.name;
             if matches!(name, "Cycle" | "Mark Cycle" | "Undo Cycle") {
                 let keep = if o.keep_raw { Some(raw.into()) } else { None };
                 self.states[i].cycle = Some((ts, line_no, keep));
@@ -493,8 +552,8 @@ impl Unified {
         };
         self.flush_ready(out);
         let i = self.get_or_state(o, &gc_id, line_no, d);
-        let name = &em["name"];
-        let dur = dur_ms(&em["dur"], &em["unit"]);
+        let name = em.name;
+        let dur = dur_ms(em.dur, em.unit);
         if matches!(name, "Cycle" | "Mark Cycle" | "Undo Cycle") {
             let st = &mut self.states[i];
             let cyc = st.cycle.take();
@@ -535,7 +594,7 @@ impl Unified {
         if nested {
             return EVENT;
         }
-        let cut = em.name("hb").map_or(em.name("dur").unwrap().start(), |m| m.start());
+        let cut = em.heap.map_or(em.dur_start, |h| h.0);
         let phase = with_gen(gen, rstrip(&rest[..cut]));
         let hint = if gen.is_some() { Some("zgc-generational") } else { None };
         let (sts, sline, sraw) = match start {
@@ -578,7 +637,7 @@ impl Unified {
 
     /// Shenandoah logs no cycle summary: a cycle is all the GC(n) lines of one GC id.
     fn shen_track(
-        &mut self, o: &mut Owner, gc_id: &PyInt, name: &str, em: Option<&Captures>, ts: Option<&Ts>, concurrent: bool,
+        &mut self, o: &mut Owner, gc_id: &PyInt, name: &str, em: Option<&GcEnd>, ts: Option<&Ts>, concurrent: bool,
     ) {
         if self.shen_open.as_ref() != Some(gc_id) {
             if let Some(open) = self.shen_open.clone() {
@@ -599,8 +658,8 @@ impl Unified {
             st.shen_has_conc = true;
         }
         if let Some(em) = em {
-            if let Some(hb) = em.name("hb") {
-                st.shen_heap = Some((hb.as_str().into(), em["ha"].into(), em["hc"].into()));
+            if let Some((_, hb, ha, hc)) = em.heap {
+                st.shen_heap = Some((hb.into(), ha.into(), hc.into()));
             }
         }
         if let Some(t) = ts {
@@ -642,22 +701,21 @@ impl Unified {
         &mut self, o: &mut Owner, gc_id: PyInt, rest: &str, d: Option<&Deco>, line_no: u64, out: &mut Vec<Event>,
         raw: &str,
     ) -> u8 {
-        let r = res();
         let ts = d.map(|d| d.ts());
-        let em = r.zcycle_end.captures(rest);
+        let zc = if plain(rest) { scan::zcycle(rest) } else { zcycle_by_regex(rest) };
         self.flush_ready(out);
-        let Some(em) = em else {
-            let Some(sm) = r.zcycle_start.captures(rest) else { return UNKNOWN };
+        let Some(scan::ZCycle { name, quals: qtext, end }) = zc else { return UNKNOWN };
+        let Some((hb_at, hb, ha, zdur)) = end else {
             let i = self.state(o, &gc_id, line_no, ts.clone());
             let keep = if o.keep_raw { Some(raw.into()) } else { None };
             self.states[i].cycle = Some((ts, line_no, keep));
-            let h = if &sm["name"] != "Garbage" { "zgc-generational" } else { "zgc" };
+            let h = if name != "Garbage" { "zgc-generational" } else { "zgc" };
             o.set_collector_unified(Some(h));
             return EVENT;
         };
         let i = self.get_or_state(o, &gc_id, line_no, d);
-        let qs = quals(em.name("quals").map(|m| m.as_str()));
-        let hint = if &em["name"] == "Garbage" { "zgc" } else { "zgc-generational" };
+        let qs = quals(qtext);
+        let hint = if name == "Garbage" { "zgc" } else { "zgc-generational" };
         let cyc = self.states[i].cycle.take();
         let (cts, cline, craw) = match &cyc {
             Some((t, l, r)) => (t.clone(), *l, r.clone()),
@@ -665,12 +723,12 @@ impl Unified {
         };
         let mut ev = self.new_event(o, "concurrent-cycle", cts.as_ref(), cline, craw.as_deref(), Some(hint));
         ev.gc_id = Some(gc_id);
-        ev.cause = qs.first().map(|q| q.as_str().into());
-        ev.phase = Some(rstrip(&rest[..em.name("hb").unwrap().start()]).into());
-        ev.heap[0] = Some(kb(&em["hb"]));
-        ev.heap[1] = Some(kb(&em["ha"]));
-        if let Some(dur) = em.name("dur").filter(|m| !m.as_str().is_empty()) {
-            ev.duration_ms = Some(num(dur.as_str()) * 1000.0);
+        ev.cause = qs.first().map(|&q| q.into());
+        ev.phase = Some(rstrip(&rest[..hb_at]).into());
+        ev.heap[0] = Some(kb(hb));
+        ev.heap[1] = Some(kb(ha));
+        if let Some(dur) = zdur.filter(|m| !m.is_empty()) {
+            ev.duration_ms = Some(num(dur) * 1000.0);
         } else if let Some((t, _, _)) = &cyc {
             ev.duration_ms = elapsed_ms(t.as_ref(), ts.as_ref(), o.date_hook.as_ref());
         }
@@ -683,13 +741,27 @@ impl Unified {
             ev.old[0] = Some(b);
             ev.old[1] = Some(a);
         }
-        if qs.first().map(|q| q.as_str()) == Some("System.gc()") {
+        if qs.first() == Some(&"System.gc()") {
             ev.flags = vec!["system-gc"];
         }
         self.ready.push(ev);
         self.maybe_forget(i);
         EVENT
     }
+}
+
+/// zcycle_end, else zcycle_start, by the regexes (haystacks the scanner leaves to them).
+fn zcycle_by_regex(rest: &str) -> Option<scan::ZCycle<'_>> {
+    let r = res();
+    if let Some(c) = r.zcycle_end.captures(rest) {
+        let g = |n: &str| c.name(n).map(|m| m.as_str());
+        let hb = c.name("hb").unwrap();
+        let end = Some((hb.start(), hb.as_str(), g("ha").unwrap(), g("dur")));
+        return Some(scan::ZCycle { name: g("name").unwrap(), quals: g("quals").unwrap_or(""), end });
+    }
+    let c = r.zcycle_start.captures(rest)?;
+    let g = |n: &str| c.name(n).map(|m| m.as_str());
+    Some(scan::ZCycle { name: g("name").unwrap(), quals: g("quals").unwrap_or(""), end: None })
 }
 
 /// `_absorb`: the enclosing pause takes the inner pauses' type upgrade, flags and sizes.
