@@ -66,7 +66,8 @@ replication, analysis/mirror_lag.py). What the collected facts support:
 runs of the rounds in which a group and partition was `lossy` (`failover-readiness-lossy`, error: a
 failover now would skip messages), `no-translation` (`failover-readiness-untranslated`) or `stale`
 (`failover-readiness-stale`, threshold `failover_readiness.stale_after`); an `unknown` round (a
-cluster did not answer) ends a run — nothing is assumed across it.
+cluster did not answer) is no observation: a run goes on across it, beyond the hole tolerance counted
+as unobserved.
 
 **Artemis replica sync** (flow `artemis-replica`, one row per live scrape): `replica-sync-gap` when
 `in_sync` stays false for at least `replica_sync_grace` (60 s) over two or more observations —

@@ -12,7 +12,9 @@ round's first) and (group, partition of the primary's topic):
   for the group; translated: per `translation` — `synced` the group's offset on DR (MM2's
   sync.group.offsets, what a consumer that fails over really starts from), `checkpoint` the latest
   checkpoint's downstream offset (what RemoteClusterUtils.translateOffsets gives), `auto` the synced
-  one where there is one, else the checkpoint. Known as none when the calls it needs answered and
+  one where there is one, else the checkpoint — only where DR answered that it holds none (a rewind
+  leaves a synced offset above the commit while the checkpoint follows: drill kafka-consumer-rewind).
+  Known as none when the calls it needs answered and
   hold nothing for the partition; unknown when one of them did not answer.
 - re_read = min(committed, dr_log_end) − translated (≥ 0): the messages DR holds now that the group
   already read (commits DR does not hold yet are said in `detail`: read again if they are still
@@ -144,7 +146,9 @@ def translation(rnd: Round, rep: Replication, key: tuple) -> tuple[bool, int | N
     cp = rnd.checkpoints.get(key, (None,))[0] if cp_ok else None
     if rep.translation in ("auto", "synced") and synced is not None:
         return True, synced, "synced-offset", None
-    if rep.translation in ("auto", "checkpoint") and cp is not None:
+    # auto: the checkpoint only where DR said it holds no synced offset — with DR's answer missing a
+    # synced offset may be there, and the group would start from it (a rewind leaves it above the commit)
+    if cp is not None and (rep.translation == "checkpoint" or (rep.translation == "auto" and synced_ok)):
         return True, cp, "checkpoint", None
     need = {"auto": [(synced_ok, synced_why), (cp_ok, cp_why)], "synced": [(synced_ok, synced_why)],
             "checkpoint": [(cp_ok, cp_why)]}[rep.translation]

@@ -10,6 +10,7 @@ Kafka-protocol reads of both clusters' log end offsets (flow mirror-offsets, ana
     tests/fixtures/kafka/drill_mm2_restart.*      SIGTERM MirrorMaker 2 under 50 msg/s, restart it
     tests/fixtures/kafka/drill_mm2_slow_link.*    MM2's link to the primary slowed (+1 s each way) for 20 s
     tests/fixtures/kafka/drill_consumer_failover.* a consumer group fails over to DR after the MM2 link was lost
+    tests/fixtures/kafka/drill_consumer_rewind.*  a group rewound on the primary, then failed over to DR
 """
 
 from __future__ import annotations
@@ -88,28 +89,44 @@ def test_replayed_slow_link_is_a_lag_in_time_that_records_lag_does_not_show(anal
     assert largest >= truth["max_true_lag"] / 3 - 20
 
 
-def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_factory, spark):
-    """kafka-consumer-failover: the recording holds only the Kafka-protocol exchanges of the
-    replication (kafka.*), so of analyze's jobs only what reads them runs here: the readiness job
-    (bronze_kafka → failover_readiness) and, of the lag job, its readiness findings."""
+def readiness_card(stem: str, drill_module, where: Path, spark):
+    """A recording of only the Kafka-protocol exchanges (kafka.*) of a replication: of analyze's jobs
+    only what reads them runs here — the readiness job (bronze_kafka → failover_readiness) and, of the
+    lag job, its readiness findings — then the drill's own scorecard."""
     from analysis.lag import readiness_findings
     from analysis.params import analysis_params
     from analysis.readiness import run_readiness
-    from brokerscope.drills import kafka_failover
     from brokerscope.drills.common import rows
     from lakehouse.spark import SparkLakehouse
 
-    drill = replayed(FIX / "drill_consumer_failover.yaml", FIX / "drill_consumer_failover.jsonl.gz",
-                     tmp_path_factory.mktemp("consumer_failover") / "lh")  # no spark: only the jobs below
+    drill = replayed(FIX / f"drill_{stem}.yaml", FIX / f"drill_{stem}.jsonl.gz", where / "lh")  # no spark: only the jobs below
     assert drill.result.kafka_new_rows > 0 and drill.result.new_rows == 0
     cfg, slh = drill.cfg, SparkLakehouse(spark, drill.lh)
     params = analysis_params(cfg)
     run_readiness(slh, params.readiness)
     findings = readiness_findings(slh.read("failover_readiness"), stale_after_s=params.lag.stale_after_s,
                                   hole_s=params.lag.hole_s).toPandas().to_dict("records")
-    truth = json.loads((FIX / "drill_consumer_failover.truth.json").read_text())
-    card = assert_passed(kafka_failover.score_rows(rows(slh.lakehouse, "failover_readiness"), findings, truth))
+    truth = json.loads((FIX / f"drill_{stem}.truth.json").read_text())
+    card = assert_passed(drill_module.score_rows(rows(slh.lakehouse, "failover_readiness"), findings, truth))
     print("\n" + card.render())
+    return card
+
+
+def test_replayed_consumer_failover_predicts_what_the_consumer_re_read(tmp_path_factory, spark):
+    from brokerscope.drills import kafka_failover
+
+    card = readiness_card("consumer_failover", kafka_failover, tmp_path_factory.mktemp("consumer_failover"), spark)
     assert card.facts["prediction == actual on every partition"] is True
     assert card.detected["lost link (failover-readiness-stale at the failover)"]
     assert {k: v for k, v in card.facts.items() if k.endswith("actual re-read/skip on DR")}  # the numbers are shown
+
+
+def test_replayed_rewind_predicts_the_skip_mm2_leaves_on_dr(tmp_path_factory, spark):
+    """kafka-consumer-rewind: the group reset 100 back per partition on the primary; MM2 checkpointed the
+    new commit but left the synced offset on DR where it was — the failover skipped 100 per partition."""
+    from brokerscope.drills import kafka_rewind
+
+    card = readiness_card("consumer_rewind", kafka_rewind, tmp_path_factory.mktemp("consumer_rewind"), spark)
+    assert card.facts["prediction == actual on every partition"] is True
+    assert card.facts["partitions the consumer really skipped on DR"] == [0, 1, 2]
+    assert card.detected["rewind not followed on DR (failover-readiness-lossy)"]

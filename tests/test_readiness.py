@@ -145,6 +145,17 @@ def test_a_rewind_the_synced_offset_does_not_follow_names_the_checkpoint_as_the_
     assert r["detail"].endswith("100 message(s) would be skipped")  # a checkpoint of the old commit shows no way back
 
 
+def test_auto_never_falls_back_to_the_checkpoint_when_dr_did_not_say_whether_it_holds_a_synced_offset():
+    # the rewound group of kafka-consumer-rewind: synced 195 stays above the commit, the checkpoint says 23
+    envs = round_envelopes(T0, committed={0: 95}, synced={0: 195}, checkpoints={0: (95, 23, 0.5)})
+    without = [e for e in envs if not (e["source"] == "kafka.committed" and e["request"][0]["cluster"] == "dr")]
+    (r,) = gold([without]).to_dict("records")
+    assert r["status"] == "unknown" and r["translated"] is None and r["re_read"] is None and r["skipped"] is None
+    assert "no committed answer from dr" in r["detail"]
+    (r,) = gold([without], params(translation="checkpoint")).to_dict("records")
+    assert (r["status"], r["translated"], r["re_read"]) == ("ready", 23, 72)  # asked for the checkpoint: it stands
+
+
 def test_without_translation_auto_offset_reset_decides():
     envs = round_envelopes(T0, committed={0: 120}, synced={}, checkpoints={}, dr_logs=(20, 300))
     unknown, earliest, latest = (gold([envs], params(auto_offset_reset=a)).iloc[0] for a in ("unknown", "earliest", "latest"))
