@@ -284,7 +284,7 @@ def parse_file(path: PathLike, **kwargs) -> tuple[list[GcEvent], ParseStats]:
         events: list[GcEvent] = []
         with open_log_bytes(path) as fb:
             while True:
-                block = fb.read(1 << 24)
+                block = fb.read(1 << 20)  # a fresh 16 MB block cost ~10 ms of page faults
                 events.extend(p.feed_bytes(block, end=not block))
                 if not block:
                     break

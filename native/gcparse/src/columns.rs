@@ -19,21 +19,21 @@ pub struct Fixed<T> {
 }
 
 impl<T: Copy + Default> Fixed<T> {
+    #[inline(always)]
     fn push(&mut self, v: Option<T>) {
         let i = self.values.len();
         if i % 8 == 0 {
             self.valid.push(0);
         }
-        match v {
-            Some(x) => {
-                self.valid[i / 8] |= 1 << (i % 8);
-                self.values.push(x);
-            }
-            None => {
-                self.nulls += 1;
-                self.values.push(T::default());
-            }
+        let (x, ok) = match v {
+            Some(x) => (x, 1u8),
+            None => (T::default(), 0),
+        };
+        self.values.push(x);
+        if let Some(last) = self.valid.last_mut() {
+            *last |= ok << (i % 8);
         }
+        self.nulls += (ok ^ 1) as usize;
     }
 }
 
@@ -52,6 +52,7 @@ impl Default for Strs {
 }
 
 impl Strs {
+    #[inline(always)]
     fn push(&mut self, v: Option<&str>) {
         let i = self.offsets.len() - 1;
         if i % 8 == 0 {
@@ -99,6 +100,7 @@ pub struct Columns {
 }
 
 impl Columns {
+    #[inline]
     pub fn push(&mut self, e: &Event) {
         let row = self.rows;
         self.rows += 1;
@@ -110,22 +112,26 @@ impl Columns {
             self.flags_buf.push_str(f);
         }
         let flags = (!self.flags_buf.is_empty()).then_some(self.flags_buf.as_str());
-        let strs = [Some(&*e.event_type), Some(&*e.collector), e.cause.as_deref(), e.phase.as_deref(), flags];
-        for (col, v) in self.strs.iter_mut().zip(strs) {
-            col.push(v);
-        }
+        let [s0, s1, s2, s3, s4] = &mut self.strs;
+        s0.push(Some(&e.event_type));
+        s1.push(Some(&e.collector));
+        s2.push(e.cause.as_deref());
+        s3.push(e.phase.as_deref());
+        s4.push(flags);
         let f64s = [e.uptime_s, e.pause_ms, e.concurrent_ms, e.duration_ms, e.user_s, e.sys_s, e.real_s, e.ttsp_ms];
-        for (col, v) in self.f64s.iter_mut().zip(f64s) {
-            col.push(v);
+        for k in 0..8 {
+            self.f64s[k].push(f64s[k]);
         }
-        let kbs = e.heap.iter().chain(&e.young).chain(&e.old).chain(&e.meta);
-        for (k, (col, v)) in self.kbs.iter_mut().zip(kbs).enumerate() {
-            match v {
-                Some(Kb::Small(x)) => col.push(Some(*x)),
-                None => col.push(None),
-                Some(other) => {
-                    col.push(None);
-                    self.patches.push((row, Patch::Kb(k, other.clone())));
+        for (g, gen) in [&e.heap, &e.young, &e.old, &e.meta].into_iter().enumerate() {
+            for j in 0..3 {
+                let k = g * 3 + j;
+                match &gen[j] {
+                    Some(Kb::Small(x)) => self.kbs[k].push(Some(*x)),
+                    None => self.kbs[k].push(None),
+                    Some(other) => {
+                        self.kbs[k].push(None);
+                        self.patches.push((row, Patch::Kb(k, other.clone())));
+                    }
                 }
             }
         }
