@@ -153,6 +153,25 @@ def test_mirrormaker2_mirrors_and_translates_a_group_onto_dr(tmp_path):
             assert sum(1 for o in reads if o < r["committed"]) == re_read, r
         print("readiness:", list(ready.values()))
 
+        # brokerscope's own Kafka-protocol round against the real clusters: the `topics` read through
+        # the primary's metadata, a topic it lacks named as an error, DR's mirror of each partition
+        from collectors.kafka_offsets.collector import ReplicationClients, one_round
+        from settings import config_from_dict
+        cfg = config_from_dict({"failover_readiness": {"replications": [{
+            "name": "orders-dr", "source_alias": PRIMARY, "target_alias": DR, "primary": {"bootstrap": primary},
+            "dr": {"bootstrap": dr}, "groups": ["g-lab"], "topics": [lab.topic, "no.such.topic"], "timeout": "5s"}]}})
+        clients = ReplicationClients.open(cfg.failover_readiness.replications[0], tmp_path)
+        try:
+            by_call = {(x.request["cluster"], x.request["call"]): x for x in one_round(clients, 5.0)}
+        finally:
+            clients.close()
+        p_logs, d_logs = by_call[(PRIMARY, "log_offsets")], by_call[(DR, "log_offsets")]
+        assert p_logs.ok and d_logs.ok, (p_logs.error, d_logs.error)
+        assert {(t, p, e) for t, p, _, e in p_logs.response["partitions"]} == {
+            (lab.topic, p, e) for p, e in end_offsets(primary, lab.topic, parts).items()}
+        assert {(t, p) for t, p, *_ in d_logs.response["partitions"]} == {(lab.mirrored_topic, p) for p in parts}
+        assert "has no topic no.such.topic" in p_logs.response["errors"]["no.such.topic"]
+
         pack = KafkaPack()
         active = {}
         for name in lab.names:

@@ -11,8 +11,9 @@ recorded within the AdminClient's lag over one scrape interval (less what MM2 ha
 yet written) while the link is fast, and never above it while slow (MM2's records-lag is counted
 against the log end of its last fetch: over a slow link a lower bound); gold replication_lag never
 "caught-up" during the spell and its lag in time at least the delay every record crossed; the drain
-within one scrape of the AdminClient's. What MM2's metrics say is recorded each run
-(docs/KAFKA_LAB.md fact 7), never assumed.
+within one scrape of the AdminClient's; the brokers' own figure (flow ``mirror-offsets``) within the
+AdminClient's ±20 on every round, slow link or not. What MM2's metrics say is recorded each run
+(docs/KAFKA_LAB.md facts 7 and 8), never assumed.
 """
 
 from __future__ import annotations
