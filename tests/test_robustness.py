@@ -230,10 +230,13 @@ class LostRows:
     round is several rows of one stamp)."""
 
     def __init__(self, envelopes: list[dict], kept: list[dict]) -> None:
-        left = {(e["target"], perturb.ts(e), json.dumps(e["request"], sort_keys=True)) for e in kept}
+        def key(e: dict) -> tuple:  # a GC-log line has no request: the envelope whole
+            return e["target"], perturb.ts(e), json.dumps(e.get("request", e), sort_keys=True, default=str)
+
+        left = {key(e) for e in kept}
         self.times: dict[str, set[datetime]] = {}
         for e in envelopes:
-            if (e["target"], perturb.ts(e), json.dumps(e["request"], sort_keys=True)) not in left:
+            if key(e) not in left:
                 self.times.setdefault(e["target"], set()).add(perturb.ts(e))
 
     def between(self, target: str, start: datetime, end: datetime) -> int:
