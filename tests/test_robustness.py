@@ -226,17 +226,20 @@ class RowSpacing:
 
 
 class LostRows:
-    """The observation times a perturbation removed, per target (one per round: a Kafka-protocol
-    round is several rows of one stamp)."""
+    """The times of the lag flows' observations a perturbation removed, per target: Jolokia scrapes
+    and the Kafka-protocol log offsets (flow mirror-offsets; one per round: a round is several rows
+    of one stamp)."""
+
+    OBSERVATIONS = ("jolokia", "kafka.log_offsets")
 
     def __init__(self, envelopes: list[dict], kept: list[dict]) -> None:
-        def key(e: dict) -> tuple:  # a GC-log line has no request: the envelope whole
-            return e["target"], perturb.ts(e), json.dumps(e.get("request", e), sort_keys=True, default=str)
+        def key(e: dict) -> tuple:
+            return e["target"], perturb.ts(e), json.dumps(e.get("request"), sort_keys=True)
 
         left = {key(e) for e in kept}
         self.times: dict[str, set[datetime]] = {}
         for e in envelopes:
-            if key(e) not in left:
+            if e.get("source", "jolokia") in self.OBSERVATIONS and key(e) not in left:
                 self.times.setdefault(e["target"], set()).add(perturb.ts(e))
 
     def between(self, target: str, start: datetime, end: datetime) -> int:
