@@ -7,7 +7,10 @@ and consumes 1000 in a group, then per JVM: its resident memory (VmRSS), the MBe
 (Jolokia ``search *:*``), and ``--reads`` times each of (a) the Kafka pack's bulk read (what the
 collector sends every scrape) and (b) one wildcard read of every ``kafka.*`` MBean (what a
 read-everything exporter fetches): wall time per request (median, p95), response bytes, and the
-pack's normalisation time in this process. Everything is stopped by PID at the end.
+pack's normalisation time in this process. Then the Kafka-protocol collector's round of a
+replication (collectors.kafka_offsets: groups, synced and committed offsets, checkpoints, both
+clusters' log offsets of the group's partitions and of a watched topic), ``--reads`` times: wall and
+CPU time of this process per round (median, p95). Everything is stopped by PID at the end.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from collectors.base import Observation  # noqa: E402
 from collectors.kafka import KafkaPack  # noqa: E402
 from infra.kafka_clients import consume, produce  # noqa: E402
-from infra.kafka_lab import PRIMARY, KafkaLab  # noqa: E402
+from infra.kafka_lab import DR, PRIMARY, KafkaLab  # noqa: E402
 from infra.processes import rss_mib  # noqa: E402
 
 
@@ -66,6 +69,31 @@ def measure(lab: KafkaLab, name: str, reads: int) -> dict:
     return out
 
 
+def measure_round(lab: KafkaLab, reads: int, here: Path) -> dict:
+    """Wall and CPU time of one Kafka-protocol round of the lab's replication."""
+    from collectors.kafka_offsets.collector import ReplicationClients, one_round
+    from settings import config_from_dict
+
+    cfg = config_from_dict({"failover_readiness": {"replications": [{
+        "name": "bench", "source_alias": PRIMARY, "target_alias": DR, "primary": {"bootstrap": lab.bootstrap(PRIMARY)},
+        "dr": {"bootstrap": lab.bootstrap(DR)}, "groups": ["bench-group"], "topics": [lab.topic]}]}})
+    clients = ReplicationClients.open(cfg.failover_readiness.replications[0], here)
+    walls, cpus, errors = [], [], 0
+    try:
+        one_round(clients, 5.0)  # the first round reads the checkpoints topic from its start
+        for _ in range(reads):
+            w, c = time.perf_counter(), time.process_time()
+            exchanges = one_round(clients, 5.0)
+            walls.append((time.perf_counter() - w) * 1000)
+            cpus.append((time.process_time() - c) * 1000)
+            errors += sum(1 for x in exchanges if not x.ok)
+    finally:
+        clients.close()
+    return {"exchanges": len(exchanges), "wall_median_ms": round(statistics.median(walls), 2),
+            "wall_p95_ms": round(p95(walls), 2), "cpu_median_ms": round(statistics.median(cpus), 2),
+            "cpu_p95_ms": round(p95(cpus), 2), "errors": errors}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reads", type=int, default=50)
@@ -79,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             consume(lab.bootstrap(PRIMARY), lab.topic, "bench-group", 1000)
             time.sleep(5)  # MM2 mirrors, checkpoints the group
             result["jvms"] = {n: measure(lab, n, args.reads) for n in lab.names}
+            result["kafka_protocol_round"] = measure_round(lab, args.reads, Path(tmp))
         finally:
             lab.stop()
     result["total_rss_mb"] = round(sum(j["rss_mb"] for j in result["jvms"].values()), 1)
