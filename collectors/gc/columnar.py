@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from . import native
 from .model import GcEvent, ParseStats
-from .parser import GcLogParser, PathLike, iter_events, open_log, open_log_bytes, parser_impl
+from .parser import GcLogParser, PathLike, iter_events, open_log, open_log_chunks, parser_impl
 
 TS = pa.timestamp("us", tz="UTC")
 _STR = ("event_type", "collector", "cause", "phase", "flags")
@@ -95,7 +95,7 @@ class ColumnarFile:
         bytes (None: one batch for the file, no concatenation)."""
         p = native.NativeGcLogParser(**self.kwargs)
         core, pending = p._core, 0
-        with open_log_bytes(self.path) as fh:
+        with open_log_chunks(self.path, core) as fh:
             while True:
                 block = fh.read(READ)
                 core.collect_bytes(block, not block)

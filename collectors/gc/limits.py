@@ -31,6 +31,18 @@ class GcInputError(ValueError):
     """A GC log input beyond a bound; the message names the file, the bound and what to do."""
 
 
+def blank_run_error(path: str) -> GcInputError:
+    """The error for more than MAX_BLANK_RUN empty (or whitespace-only) lines in a row."""
+    return GcInputError(f"GC log {path}: more than {MAX_BLANK_RUN:,} empty lines in a row — "
+                        "this is not a GC log (or not one this tool should read)")
+
+
+def bound_native(core, path: str) -> None:
+    """The line bounds (MAX_LINE_BYTES, MAX_BLANK_RUN) on a native core's byte input, applied by
+    the core as it splits lines, with BoundedLines' rules (native/gcparse/src/bounds.rs)."""
+    core.set_line_bounds(MAX_LINE_BYTES, MAX_BLANK_RUN, lambda: blank_run_error(path))
+
+
 def damage_of(path: str) -> str | None:
     """What cut the last read of `path` short (a damaged or truncated archive), if anything."""
     return _damage.get(path)
@@ -73,32 +85,28 @@ class BoundedLines(io.TextIOBase):
 
     def _split(self) -> Iterator[str]:
         """Lines as the text mode's universal newlines split them (\\n, \\r\\n and a lone \\r: old
-        logs end lines with CR only), each within the bounds."""
-        pending, blank, cut = b"", 0, False
+        logs end lines with CR only), each within the bounds, whatever the chunking."""
+        head, size, blank_line, blank, cr = b"", 0, True, 0, False  # head: the line's first MAX_LINE_BYTES
         for chunk in self._chunks():
-            data = pending + chunk
-            parts = _EOL.split(data)
-            pending = parts.pop()
-            if data.endswith(b"\r") and parts:  # maybe half of a CRLF: the next chunk decides
-                pending = parts.pop() + b"\r"
-            if cut and parts:  # the rest of an over-long line: skip to its end
-                parts.pop(0)
-                cut = False
+            if cr and chunk[:1] == b"\n":
+                chunk = chunk[1:]  # the LF of a CRLF split between chunks
+            cr = chunk.endswith(b"\r")
+            *parts, tail = _EOL.split(chunk)
             for part in parts:
-                blank = blank + 1 if not part.strip() else 0
+                blank = blank + 1 if blank_line and (not part or part.isspace()) else 0  # not part.strip()
                 if blank > MAX_BLANK_RUN:
-                    raise GcInputError(f"GC log {self._path}: more than {MAX_BLANK_RUN:,} empty lines in a row — "
-                                       "this is not a GC log (or not one this tool should read)")
-                yield part[:MAX_LINE_BYTES].decode("utf-8", errors="replace") + "\n"
-            if len(pending) > MAX_LINE_BYTES and not cut:
-                self.cut_lines += 1
-                yield pending[:MAX_LINE_BYTES].decode("utf-8", errors="replace") + "\n"
-                pending, cut = b"", True
-            elif cut:
-                pending = b""
-        pending = pending.removesuffix(b"\r")
-        if pending and not cut:
-            yield pending[:MAX_LINE_BYTES].decode("utf-8", errors="replace")
+                    raise blank_run_error(self._path)
+                yield self._decoded(head + part[:MAX_LINE_BYTES - len(head)], size + len(part)) + "\n"
+                head, size, blank_line = b"", 0, True
+            blank_line = blank_line and (not tail or tail.isspace())
+            head, size = head + tail[:MAX_LINE_BYTES - len(head)], size + len(tail)
+        if head:
+            yield self._decoded(head, size)
+
+    def _decoded(self, line: bytes, size: int) -> str:
+        """A line's first MAX_LINE_BYTES (of its `size`) as text."""
+        self.cut_lines += size > MAX_LINE_BYTES
+        return line.decode("utf-8", errors="replace")
 
     def readable(self) -> bool:
         return True
@@ -121,10 +129,11 @@ class BoundedLines(io.TextIOBase):
 
 
 class BoundedBytes(io.RawIOBase):
-    """The bytes of a GC log for the native parser core, within the same bounds as `BoundedLines`:
-    the decompressed budget, runs of empty lines, over-long lines cut at MAX_LINE_BYTES (the rest
-    of such a line skipped), and a damaged archive read up to the damage. Works on whole chunks
-    (NumPy over the newline positions), so the core keeps its speed."""
+    """The bytes of a GC log (`parser.open_log_bytes`) within the bounds of `BoundedLines`: the
+    decompressed budget, runs of empty lines (here: empty ones only), over-long lines cut at
+    MAX_LINE_BYTES (the rest of such a line skipped), and a damaged archive read up to the damage.
+    Works on whole chunks (NumPy over the newline positions). The native parse paths read
+    `BoundedChunks` instead and let the core apply the line bounds (`bound_native`)."""
 
     def __init__(self, raw: IO[bytes], path: str, budget: int | None) -> None:
         self._raw, self._path, self._budget = raw, path, budget
@@ -168,8 +177,7 @@ class BoundedBytes(io.RawIOBase):
         if runs.size and run_starts[0] == 0:
             runs[0] += self._blank
         if runs.size and runs.max() > MAX_BLANK_RUN:
-            raise GcInputError(f"GC log {self._path}: more than {MAX_BLANK_RUN:,} empty lines in a row — "
-                               "this is not a GC log (or not one this tool should read)")
+            raise blank_run_error(self._path)
         self._blank = int(runs[-1]) if runs.size and run_ends[-1] == empty.size else 0
 
     def _cut(self, chunk: bytes, starts: list[int], ends: list[int]) -> bytes:
@@ -194,6 +202,33 @@ class BoundedBytes(io.RawIOBase):
         b[:n] = self._buffer[:n]
         self._buffer = self._buffer[n:]
         return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class BoundedChunks(io.RawIOBase):
+    """The decompressed bytes of a GC log as they are read (no copy), within the budget and up to
+    a damaged archive's damage, but not line-bounded: for the native core, which cuts lines and
+    counts blank runs itself as it splits them (`bound_native`)."""
+
+    def __init__(self, raw: IO[bytes], path: str, budget: int | None) -> None:
+        self._raw = raw
+        self._chunks = bounded_chunks(raw, path, budget)
+        self._rest = b""
+        _damage.pop(path, None)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        """The next chunk (at most `size` bytes); all that is left when `size` is negative."""
+        if size is None or size < 0:
+            return b"".join([self._rest, *self._chunks])
+        data = self._rest or next(self._chunks, b"")
+        data, self._rest = data[:size], data[size:]
+        return data
 
     def close(self) -> None:
         self._raw.close()

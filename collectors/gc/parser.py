@@ -35,7 +35,7 @@ from typing import IO, Iterable, Iterator, Optional, Union
 from . import native
 from ._common import EVENT, IGNORED, UNKNOWN
 from ._legacy import LegacyHandler
-from .limits import MAX_RATIO, MIN_BUDGET_BYTES, BoundedBytes, BoundedLines, GcInputError
+from .limits import MAX_RATIO, MIN_BUDGET_BYTES, BoundedBytes, BoundedChunks, BoundedLines, GcInputError, bound_native
 from ._unified import UnifiedHandler
 from .model import GcEvent, ParseStats, drop_implausible
 
@@ -237,6 +237,14 @@ def open_log_bytes(path: PathLike) -> IO[bytes]:
     return io.BufferedReader(BoundedBytes(*_opened(path)))
 
 
+def open_log_chunks(path: PathLike, core) -> IO[bytes]:
+    """The native `core`'s input: :func:`open_log_bytes`'s budget and damage handling, with the
+    line bounds applied by the core itself as it splits lines (limits.bound_native)."""
+    raw, p, budget = _opened(path)
+    bound_native(core, p)
+    return BoundedChunks(raw, p, budget)
+
+
 def _opened(path: PathLike) -> tuple[IO[bytes], str, int | None]:
     """A GC log's raw byte stream (plain, gzip or a zip's first member), its path and the
     decompressed budget (collectors.gc.limits: none for a plain file, whose size bounds it)."""
@@ -282,7 +290,7 @@ def parse_file(path: PathLike, **kwargs) -> tuple[list[GcEvent], ParseStats]:
     p = GcLogParser(**kwargs)
     if hasattr(p, "feed_bytes"):  # native core: raw blocks, decoded and split natively
         events: list[GcEvent] = []
-        with open_log_bytes(path) as fb:
+        with open_log_chunks(path, p._core) as fb:
             while True:
                 block = fb.read(1 << 20)  # a fresh 16 MB block cost ~10 ms of page faults
                 events.extend(p.feed_bytes(block, end=not block))

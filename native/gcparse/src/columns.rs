@@ -6,6 +6,7 @@
 //! plain i64 (Kb::SizeText, Add, Mul, big ints) -- are left null and listed in `patches`;
 //! the binding resolves them with the same Python code as the GcEvent path.
 
+use crate::bounds::BlankRun;
 use crate::event::{Event, Wall};
 use crate::Parser;
 use crate::pyfns::{Kb, PyInt};
@@ -161,7 +162,7 @@ const PIECE: usize = 1 << 18;
 
 /// `feed_bytes` (then `end_text` if `end`) with the events appended to `c`; `data` is fed in
 /// pieces cut after a newline, which the byte input takes like any other chunking.
-pub fn feed_bytes(p: &mut Parser, data: &[u8], end: bool, c: &mut Columns) {
+pub fn feed_bytes(p: &mut Parser, data: &[u8], end: bool, c: &mut Columns) -> Result<(), BlankRun> {
     let mut out = Vec::new();
     let mut rest = data;
     while !rest.is_empty() {
@@ -169,12 +170,14 @@ pub fn feed_bytes(p: &mut Parser, data: &[u8], end: bool, c: &mut Columns) {
             Some(i) => PIECE + i + 1,
             None => rest.len(),
         };
-        p.feed_bytes(&rest[..cut], &mut out);
+        let fed = p.feed_bytes(&rest[..cut], &mut out);
         out.drain(..).for_each(|e| c.push(&e));
+        fed?;
         rest = &rest[cut..];
     }
     if end {
         p.end_text(&mut out);
     }
     out.drain(..).for_each(|e| c.push(&e));
+    Ok(())
 }

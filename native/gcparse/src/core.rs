@@ -2,6 +2,7 @@
 //! handlers, line accounting, and byte-buffer input split into lines as Python's text
 //! files split them (universal newlines: '\n', '\r\n' and '\r' end a line, read as '\n').
 
+use crate::bounds::{BlankRun, LineBounds};
 use crate::event::{drop_implausible, Event, Stats};
 use crate::legacy::Legacy;
 use crate::pyfns::is_digit;
@@ -60,6 +61,8 @@ pub struct Parser {
     cr_pending: bool,
     /// the start of a UTF-8 sequence cut by the end of a byte chunk (feed_bytes)
     utf8_tail: Vec<u8>,
+    /// line length and blank-run bounds on byte input (collectors/gc/limits.py), if set
+    bounds: Option<LineBounds>,
 }
 
 /// Where a UTF-8 sequence cut by the end of `data` starts (data.len() if none): the last
@@ -113,7 +116,14 @@ impl Parser {
             partial: String::new(),
             cr_pending: false,
             utf8_tail: Vec::new(),
+            bounds: None,
         }
+    }
+
+    /// Bounds on byte input from now on (see bounds.rs): lines cut at `max_line` bytes, an
+    /// error after more than `max_blank` blank lines in a row.
+    pub fn set_line_bounds(&mut self, max_line: usize, max_blank: u64) {
+        self.bounds = Some(LineBounds::new(max_line, max_blank));
     }
 
     pub fn set_date_hook(&mut self, hook: DateHook) {
@@ -231,8 +241,18 @@ impl Parser {
     }
 
     /// Raw bytes of any chunking, decoded as Python's `errors="replace"` does; a UTF-8
-    /// sequence cut by the chunk end waits for the next chunk.
-    pub fn feed_bytes(&mut self, data: &[u8], out: &mut Vec<Event>) {
+    /// sequence cut by the chunk end waits for the next chunk. With line bounds set, lines are
+    /// cut first, and a blank run beyond them is an error (nothing of `data` is fed then).
+    pub fn feed_bytes(&mut self, data: &[u8], out: &mut Vec<Event>) -> Result<(), BlankRun> {
+        let bounded = match self.bounds.as_mut() {
+            None => std::borrow::Cow::Borrowed(data),
+            Some(b) => b.apply(data)?,
+        };
+        self.feed_raw(&bounded, out);
+        Ok(())
+    }
+
+    fn feed_raw(&mut self, data: &[u8], out: &mut Vec<Event>) {
         let joined;
         let data = if self.utf8_tail.is_empty() {
             data

@@ -1,6 +1,7 @@
 //! brokerscope_gcparse: native core of brokerscope's GC log parser.  `collectors/gc` (Python)
 //! is the specification; this crate produces the same events and line accounting.
 
+pub mod bounds;
 pub mod columns;
 pub mod core;
 pub mod event;

@@ -40,6 +40,8 @@ pub struct PyParser {
     interned: std::cell::RefCell<std::collections::HashMap<Box<str>, Py<PyString>>>,
     /// columns of collect_bytes, until take_columns
     collected: crate::columns::Columns,
+    /// builds the exception raised for a blank run beyond the line bounds (set_line_bounds)
+    blank_run_error: Option<PyObject>,
 }
 
 fn restore<'py>(py: Python<'py>, s: &str, surrogates: bool) -> PyResult<PyObject> {
@@ -74,6 +76,17 @@ impl crate::py_columns::Resolve for PyParser {
 }
 
 impl PyParser {
+    /// The exception of a blank run beyond the bounds (as set_line_bounds was told to build it).
+    fn bounded(&self, py: Python, fed: Result<(), crate::bounds::BlankRun>) -> PyResult<()> {
+        if fed.is_ok() {
+            return Ok(());
+        }
+        match &self.blank_run_error {
+            Some(make) => Err(PyErr::from_value_bound(make.call0(py)?.into_bound(py))),
+            None => Err(pyo3::exceptions::PyValueError::new_err("too many empty lines in a row")),
+        }
+    }
+
     fn columns(&self, py: Python, evs: &[Event]) -> PyResult<PyObject> {
         let mut c = crate::columns::Columns::default();
         py.allow_threads(|| evs.iter().for_each(|e| c.push(e)));
@@ -198,7 +211,21 @@ impl PyParser {
         p.set_date_hook(Box::new(move |text: &str| {
             Python::with_gil(|py| date_hook.call1(py, (text,)).ok().and_then(|r| r.extract::<Option<i64>>(py).ok()).flatten())
         }));
-        PyParser { p, surrogates: false, size_kb, interned: Default::default(), collected: Default::default() }
+        PyParser {
+            p,
+            surrogates: false,
+            size_kb,
+            interned: Default::default(),
+            collected: Default::default(),
+            blank_run_error: None,
+        }
+    }
+
+    /// Bounds on byte input from now on (collectors/gc/limits.py): lines cut at `max_line`
+    /// bytes; more than `max_blank` blank lines in a row raise the exception `error()` returns.
+    fn set_line_bounds(&mut self, max_line: usize, max_blank: u64, error: PyObject) {
+        self.p.set_line_bounds(max_line, max_blank);
+        self.blank_run_error = Some(error);
     }
 
     /// Feed one line; returns the events it completed (tuples).
@@ -233,12 +260,14 @@ impl PyParser {
     #[pyo3(signature = (data, end=false))]
     fn feed_bytes(&mut self, py: Python, data: &[u8], end: bool) -> PyResult<PyObject> {
         let mut out = Vec::new();
-        py.allow_threads(|| {
-            self.p.feed_bytes(data, &mut out);
+        let fed = py.allow_threads(|| {
+            self.p.feed_bytes(data, &mut out)?;
             if end {
                 self.p.end_text(&mut out);
             }
+            Ok(())
         });
+        self.bounded(py, fed)?;
         self.events(py, &out)
     }
 
@@ -246,7 +275,8 @@ impl PyParser {
     #[pyo3(signature = (data, end=false))]
     fn feed_bytes_columns(&mut self, py: Python, data: &[u8], end: bool) -> PyResult<PyObject> {
         let mut c = crate::columns::Columns::default();
-        py.allow_threads(|| crate::columns::feed_bytes(&mut self.p, data, end, &mut c));
+        let fed = py.allow_threads(|| crate::columns::feed_bytes(&mut self.p, data, end, &mut c));
+        self.bounded(py, fed)?;
         crate::py_columns::to_py(py, &c, self)
     }
 
@@ -260,10 +290,11 @@ impl PyParser {
     /// As feed_bytes_columns, but the columns are kept in the parser and grow over calls
     /// (one batch for a whole file, no concatenation in Python): see take_columns.
     #[pyo3(signature = (data, end=false))]
-    fn collect_bytes(&mut self, py: Python, data: &[u8], end: bool) {
+    fn collect_bytes(&mut self, py: Python, data: &[u8], end: bool) -> PyResult<()> {
         let mut c = std::mem::take(&mut self.collected);
-        py.allow_threads(|| crate::columns::feed_bytes(&mut self.p, data, end, &mut c));
+        let fed = py.allow_threads(|| crate::columns::feed_bytes(&mut self.p, data, end, &mut c));
         self.collected = c;
+        self.bounded(py, fed)
     }
 
     /// The columns collected so far (after `finish` when `finish` is true), as

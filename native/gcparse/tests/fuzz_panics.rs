@@ -27,7 +27,7 @@ fn run(chunks: &[Vec<u8>], collector: Option<&str>, flush_every: usize) {
     let mut p = Parser::new(collector, true, 3);
     let mut out = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
-        p.feed_bytes(c, &mut out);
+        let _ = p.feed_bytes(c, &mut out);
         if flush_every > 0 && i % flush_every == 0 {
             p.flush(&mut out);
         }
