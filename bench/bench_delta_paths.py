@@ -4,6 +4,12 @@ read and write, the two paths alternating in one process and one Spark session.
 
     python bench/bench_delta_paths.py --repeat 2
     python bench/bench_delta_paths.py --repeat 2 --incremental
+    python bench/bench_delta_paths.py --variant nocrc=spark.databricks.delta.writeChecksumFile.enabled=false \
+        --paths native,native:nocrc,bridge
+
+A variant (`--variant NAME=KEY=VALUE[;KEY=VALUE...]`, path `native:NAME`) is native Delta with those
+runtime SQL settings set for its analyses only (spark.conf.set, then restored): each setting is
+measured against the same session's plain native and bridge runs.
 
 Each run replays the recording into a fresh lakehouse (delta-rs, as a collector writes it; not
 timed), then times `analysis.runner.analyze` on one path; with --incremental the first half of the
@@ -165,34 +171,58 @@ def drill_parts(work: Path, incremental: bool) -> tuple[list[Path], Path]:
     return [first], second
 
 
-def analyze_once(spark, path: str, work: Path, say, incremental: bool = False) -> Run:
+@contextlib.contextmanager
+def runtime_conf(spark, settings: dict[str, str]):
+    """`settings` set on the session for the block, the previous values restored after it."""
+    old = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def analyze_once(spark, path: str, work: Path, say, incremental: bool = False,
+                 variants: dict[str, dict[str, str]] | None = None) -> Run:
     """A fresh lakehouse, the drill replayed into it, one timed `analyze` on `path` (incremental:
-    over the second half of the recording, after an untimed analysis of the first half)."""
+    over the second half of the recording, after an untimed analysis of the first half). A path
+    `native:NAME` is native with the runtime settings of variant NAME."""
+    mode, _, variant = path.partition(":")
+    with runtime_conf(spark, (variants or {}).get(variant, {})):
+        return _analyze_once(spark, path, mode, work, say, incremental)
+
+
+def _analyze_once(spark, path: str, mode: str, work: Path, say, incremental: bool) -> Run:
     import yaml
 
     from analysis.runner import analyze
     from collectors.replay import replay
     from settings import config_from_dict
 
-    root = work / f"lh-{path}-{time.monotonic_ns()}"
+    root = work / f"lh-{path.replace(':', '-')}-{time.monotonic_ns()}"
     data = yaml.safe_load(DRILL_CONFIG.read_text())
     data["lakehouse"] = str(root)
     cfg = config_from_dict(data)
     before, timed = drill_parts(work, incremental)
     for part in before:
         replay(cfg, part)
-        analyze(cfg, mode=path, spark=spark)
+        analyze(cfg, mode=mode, spark=spark)
     replay(cfg, timed)
     labels, ops = JobLabels(spark), []
     first = next_job_id(spark)
     with timed_calls(labels, ops):
         t = time.perf_counter()
-        analyze(cfg, mode=path, spark=spark, progress=labels.progress)
+        analyze(cfg, mode=mode, spark=spark, progress=labels.progress)
         wall = time.perf_counter() - t
     spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
     run = Run(path, wall, ops, [(g, d, sec) for _i, g, d, sec in jobs_since(spark, first)], gold_rows(root))
     shutil.rmtree(root, ignore_errors=True)
-    say(f"{path:6} {'incremental ' if incremental else ''}analyze: {wall:7.2f} s, {len(run.jobs)} Spark jobs, "
+    say(f"{path:14} {'incremental ' if incremental else ''}analyze: {wall:7.2f} s, {len(run.jobs)} Spark jobs, "
         f"{sum(o.kind == 'write' for o in ops)} writes ({sum(o.seconds for o in ops if o.kind == 'write'):.1f} s), "
         f"{sum(o.kind == 'read' for o in ops)} reads ({sum(o.seconds for o in ops if o.kind == 'read'):.1f} s); "
         f"loadavg {load()}")
@@ -223,7 +253,7 @@ def print_details(run: Run) -> None:
 
 
 def print_summary(runs: list[Run], paths: list[str]) -> None:
-    print("\npath     runs (wall s)              best   jobs  in jobs (s)  writes (s)  reads (s)")
+    print(f"\n{'path':14} {'runs (wall s)':24} {'best':>7} {'jobs':>6} in jobs (s)  writes (s)  reads (s)")
     best = {}
     for path in paths:
         mine = [r for r in runs if r.path == path]
@@ -232,20 +262,24 @@ def print_summary(runs: list[Run], paths: list[str]) -> None:
         w = min(sum(o.seconds for o in r.ops if o.kind == "write") for r in mine)
         rd = min(sum(o.seconds for o in r.ops if o.kind == "read") for r in mine)
         in_jobs = min(sum(sec for _g, _d, sec in r.jobs) for r in mine)
-        print(f"{path:8} {', '.join(f'{r.wall:.1f}' for r in mine):24} {best[path]:7.1f} {'/'.join(map(str, jobs)):>6} "
+        print(f"{path:14} {', '.join(f'{r.wall:.1f}' for r in mine):24} {best[path]:7.1f} {'/'.join(map(str, jobs)):>6} "
               f"{in_jobs:11.1f} {w:11.1f} {rd:10.1f}")
-    if len(paths) == 2:
-        a, b = paths
-        pairs = [x.wall / y.wall for x, y in zip((r for r in runs if r.path == a), (r for r in runs if r.path == b))]
-        print(f"{a} / {b}: best {best[a] / best[b]:.2f}x; per interleaved pair "
-              + ", ".join(f"{p:.2f}x" for p in pairs))
+    if "bridge" in paths:
+        b = "bridge"
+        for a in (p for p in paths if p != b):
+            pairs = [x.wall / y.wall for x, y in zip((r for r in runs if r.path == a), (r for r in runs if r.path == b))]
+            print(f"{a} / {b}: best {best[a] / best[b]:.2f}x; per interleaved pair "
+                  + ", ".join(f"{p:.2f}x" for p in pairs))
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=2, help="timed analyses per path, alternating (default 2)")
-    ap.add_argument("--paths", default="native,bridge", help="comma-separated: native and/or bridge (default both)")
+    ap.add_argument("--paths", default="native,bridge",
+                    help="comma-separated: native, bridge and/or native:NAME of a --variant (default native,bridge)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=KEY=VALUE[;KEY=VALUE]",
+                    help="native with these runtime SQL settings, as path native:NAME (repeatable)")
     ap.add_argument("--no-warm-up", action="store_true",
                     help="skip the untimed first analysis per path (class loading, JIT; the first native run is far slower)")
     ap.add_argument("--incremental", action="store_true",
@@ -253,9 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--details", action="store_true", help="per path: jobs per stage and description, every read and write")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf at session start (repeatable)")
     args = ap.parse_args(argv)
+    variants: dict[str, dict[str, str]] = {}
+    for v in args.variant:
+        name, _, kvs = v.partition("=")
+        if not name or any("=" not in kv for kv in kvs.split(";")):
+            ap.error(f"--variant takes NAME=KEY=VALUE[;KEY=VALUE...], not {v!r}")
+        variants[name] = dict(kv.split("=", 1) for kv in kvs.split(";"))
     paths = [x.strip() for x in args.paths.split(",") if x.strip()]
-    if not paths or any(x not in ("native", "bridge") for x in paths):
-        ap.error(f"--paths takes native and/or bridge, not {args.paths!r}")
+    if not paths or any(x not in ("native", "bridge") and not (x.startswith("native:") and x[7:] in variants)
+                        for x in paths):
+        ap.error(f"--paths takes native, bridge and native:NAME of a --variant, not {args.paths!r}")
     if any("=" not in c for c in args.conf):
         ap.error("--conf takes KEY=VALUE")
     sys.path.insert(0, str(ROOT))
@@ -268,17 +309,18 @@ def main(argv: list[str] | None = None) -> int:
     from lakehouse.spark import spark_session
 
     conf = {"spark.ui.retainedJobs": "100000", **dict(c.split("=", 1) for c in args.conf)}
-    spark = spark_session("bench-delta-paths", delta="native" if "native" in paths else "bridge", conf=conf)
+    spark = spark_session("bench-delta-paths", delta="native" if any(p.startswith("native") for p in paths) else "bridge",
+                          conf=conf)
     say(f"Spark {spark.version} started (master {spark.sparkContext.master}, not counted)")
     work = Path(tempfile.mkdtemp(prefix="bench-delta-paths-"))
     try:
         if not args.no_warm_up:
-            for path in paths:
-                analyze_once(spark, path, work, lambda m: say(f"warm-up {m}"), args.incremental)
+            for path in dict.fromkeys(p.partition(":")[0] for p in paths):  # variants share native's warm-up
+                analyze_once(spark, path, work, lambda m: say(f"warm-up {m}"), args.incremental, variants)
         runs = []
         for _ in range(args.repeat):  # interleaved: load from other processes hits both paths alike
             for path in paths:
-                runs.append(analyze_once(spark, path, work, say, args.incremental))
+                runs.append(analyze_once(spark, path, work, say, args.incremental, variants))
         if len({repr(r.gold) for r in runs}) != 1:
             raise AssertionError("the paths (or the runs) gave different silver/gold")
         say(f"same silver and gold on every run: {sum(map(len, runs[0].gold.values()))} rows in {len(runs[0].gold)} tables")
