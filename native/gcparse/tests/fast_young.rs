@@ -1,5 +1,7 @@
 //! The hand-written young-line scanner (legacy_fast.rs) against the regex it replaces
 //! (vocab::FAST_YOUNG): every line of the legacy corpus, plus proptest mutations of them.
+mod common;
+
 use brokerscope_gcparse::legacy_fast::{scan_young, Young};
 use brokerscope_gcparse::legacy_res::res;
 use proptest::prelude::*;
@@ -33,22 +35,10 @@ const SAMPLES: &[&str] = &[
 
 /// Every line of the legacy corpus files (if the shared corpus is present).
 fn corpus_lines() -> Vec<String> {
-    let root = std::path::Path::new("/work/shared/corpus/gc/gctoolkit/preunified");
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(b) = std::fs::read(&p) {
-                let t = String::from_utf8_lossy(&b);
-                out.extend(t.split_inclusive('\n').map(str::to_string));
-            }
-        }
-    }
-    out
+    common::corpus_texts("gctoolkit/preunified")
+        .iter()
+        .flat_map(|t| t.split_inclusive('\n').map(str::to_string).collect::<Vec<_>>())
+        .collect()
 }
 
 #[test]

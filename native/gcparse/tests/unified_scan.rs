@@ -1,5 +1,7 @@
 //! The hand-written `GC(n)` message and safepoint scanners (unified_scan.rs) against the
 //! regexes they replace: the messages of every unified corpus line, plus proptest mutations.
+mod common;
+
 use brokerscope_gcparse::rx::Re;
 use brokerscope_gcparse::unified::plain_res;
 use brokerscope_gcparse::unified_gc::res;
@@ -130,27 +132,16 @@ const SAMPLES: &[&str] = &[
 /// The message part of every unified corpus line: after `GC(n) ` and an optional `y: `, or
 /// after the decorators.
 fn corpus_messages() -> Vec<String> {
-    let root = std::path::Path::new("/work/shared/corpus/gc");
     let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let Ok(b) = std::fs::read(&p) else { continue };
-            for line in String::from_utf8_lossy(&b).lines() {
-                let msg = line.rsplit("] ").next().unwrap_or(line);
-                let msg = match msg.find(") ") {
-                    Some(i) if msg.starts_with("GC(") => &msg[i + 2..],
-                    _ => msg,
-                };
-                let msg = msg.get(3..).filter(|_| msg.as_bytes().get(1..3) == Some(b": ")).unwrap_or(msg);
-                out.push(msg.to_string());
-            }
+    for text in common::corpus_texts("") {
+        for line in text.lines() {
+            let msg = line.rsplit("] ").next().unwrap_or(line);
+            let msg = match msg.find(") ") {
+                Some(i) if msg.starts_with("GC(") => &msg[i + 2..],
+                _ => msg,
+            };
+            let msg = msg.get(3..).filter(|_| msg.as_bytes().get(1..3) == Some(b": ")).unwrap_or(msg);
+            out.push(msg.to_string());
         }
     }
     out.sort();
