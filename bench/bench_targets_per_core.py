@@ -58,9 +58,10 @@ what the proxy, the delay and the agents add to a scrape without the collector's
 
 A step passes when done >= 99 % of asked, collector CPU <= `--cpu-limit` s/s and p99 < `--p99-ms`.
 A failure is put down to the rig when the rig's core is saturated (busy >= `--rig-busy`) and the
-collector's is not, or when no core is saturated but the rig p99 alone reaches the limit; to the
-collector when its core is saturated, or when no core is and the rig p99 stays under the limit
-(the rest of the latency is queueing inside the collector process).
+collector's is not, or when no core is saturated but the rig p99 alone reaches the limit or half the
+collector's p99; to the collector when its core is saturated, or when no core is and the rig p99
+stays under both (the rest of the latency is queueing inside the collector process).
+`--render FILE` prints the table of a `--json FILE` again (with these rules), measuring nothing.
 """
 
 from __future__ import annotations
@@ -666,7 +667,7 @@ def verdict(r: dict, a: argparse.Namespace) -> tuple[str, str]:
         who = "collector: its core saturated"
     elif r["core_busy"] >= a.rig_busy:
         who = "both cores saturated"
-    elif probe is None or probe >= a.p99_ms:
+    elif probe is None or probe >= a.p99_ms or probe >= r["p99"] / 2:
         who = f"rig: no core saturated, but a bare round trip through it takes p99 {fmt(probe, 0)} ms"
     else:
         who = (f"collector: no core saturated and a bare round trip through the rig takes p99 {probe:.0f} ms; "
@@ -827,6 +828,7 @@ def main() -> int:
     ap.add_argument("--quiet-wait", type=float, default=600, help="longest wait for quiet before a step, s (default 600)")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    ap.add_argument("--render", type=Path, metavar="JSON", help="print the table of an earlier --json file again; measure nothing")
     ap.add_argument("--_phase", help=argparse.SUPPRESS)
     ap.add_argument("--_spec", help=argparse.SUPPRESS)
     ap.add_argument("--_proxy", help=argparse.SUPPRESS)
@@ -848,6 +850,19 @@ def main() -> int:
         return 0
     if a.warmup is None:
         a.warmup = a.interval
+    if a.render:
+        saved = json.loads(a.render.read_text())
+        print("\n".join(saved["header"]))
+        results = {}
+        for key, steps in saved["results"].items():
+            rig_name, delay = key.rsplit(" ", 1)
+            agents, kind = rig_name.split("/")
+            results[(agents, kind, float(delay))] = {int(n): r for n, r in steps.items()}
+            for r in results[(agents, kind, float(delay))].values():
+                r["verdict"], r["why"] = verdict(r, a)
+        print()
+        print(render(results, a))
+        return 0
     rig = set(os.sched_getaffinity(0)) - {a.core}
     if not rig or a.core not in os.sched_getaffinity(0):
         print(f"need core {a.core} and at least one other core (have {sorted(os.sched_getaffinity(0))})", file=sys.stderr)
