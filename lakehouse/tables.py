@@ -1,7 +1,8 @@
 """Table contracts: the only interface between brokerscope's parts.
 
 Collectors write bronze, Spark jobs turn bronze into silver facts and gold findings, alerts and
-dashboards read gold. Every table is declared here once — name, layer, columns with types and
+dashboards read gold; an incremental job keeps what it carries from one run to the next in
+`state` tables of its own (nobody else reads them). Every table is declared here once — name, layer, columns with types and
 meaning, the key that makes a row unique (dedup / idempotent rewrite) and the partitioning.
 `brokerscope tables` prints this catalogue; docs/TABLES.md is generated from it.
 
@@ -29,7 +30,7 @@ class Column:
 @dataclass(frozen=True)
 class TableContract:
     name: str
-    layer: str  # bronze | silver | gold
+    layer: str  # bronze | silver | gold | state (what an incremental job carries between runs)
     doc: str
     columns: tuple[Column, ...]
     keys: tuple[str, ...]
@@ -631,6 +632,57 @@ HA_GROUP_CHECKS = TableContract(
         _c("advice", pa.string(), "what to do", False),
     ),
     keys=("check_id",),
+    written_by="analysis.spine",
+)
+
+# --- state: what an incremental job carries from one run to the next (not for readers outside its job) ---
+
+SPINE_CARRY = TableContract(
+    name="spine_carry",
+    layer="state",
+    doc=(
+        "What the spine's interval scan needs of the stored broker_state rows to continue over new "
+        "ones exactly as a full run would (analysis/spine_carry.py): per (group_name, instance), its "
+        "last observation, and, while its last run of active observations is still open (no inactive "
+        "observation since), the few rows that decide that run's last interval — the observation "
+        "before it, its first and last active ones, the one that fixes its JVM start, and the "
+        "unanswered ones after it. The row that starts that interval carries the counts the rows "
+        "left out stand for. Written in the same runs as role_intervals, with the same watermark."
+    ),
+    columns=(
+        _c("group_name", pa.string(), "HA group", False),
+        _c("instance", pa.string(), "broker instance", False),
+        _c("kind", pa.string(), "broker kind of the instance's first observation", False),
+        _c("ts", TS, "observation time", False),
+        _c("active", pa.bool_(), "as in broker_state"),
+        _c("uptime_ms", pa.int64(), "as in broker_state, except on an active observation right before a "
+           "restart, where it is set so that the scan sees that restart again"),
+        _c("observations_offset", pa.int64(), "on the row that starts the carried interval: active "
+           "observations of that interval left out of the carry"),
+        _c("unanswered_offset", pa.int64(), "same row: unanswered scrapes of that interval left out"),
+        _c("unobserved_offset_us", pa.int64(), "same row: µs of holes of that interval left out"),
+    ),
+    keys=("group_name", "instance", "ts"),
+    written_by="analysis.spine",
+)
+
+HA_IDENTITY_SIGHTINGS = TableContract(
+    name="ha_identity_sightings",
+    layer="state",
+    doc=(
+        "Per (group_name, instance, identity, kind): when an active observation reported that store / "
+        "NodeID first and last. ha_group_checks is computed from it, so an incremental run merges the "
+        "new observations into it instead of reading all of broker_state."
+    ),
+    columns=(
+        _c("group_name", pa.string(), "HA group", False),
+        _c("instance", pa.string(), "broker instance", False),
+        _c("identity", pa.string(), "ActiveMQ store, else Artemis NodeID", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("first_seen", TS, "first active observation with it", False),
+        _c("last_seen", TS, "last active observation with it", False),
+    ),
+    keys=("group_name", "instance", "identity", "kind"),
     written_by="analysis.spine",
 )
 
@@ -1356,6 +1408,8 @@ TABLES: dict[str, TableContract] = {
         CLIENT_SHIFTS,
         SPLIT_BRAIN_WINDOWS,
         HA_GROUP_CHECKS,
+        SPINE_CARRY,
+        HA_IDENTITY_SIGHTINGS,
         BRONZE_GC_LINES,
         GC_EVENTS,
         GC_PARSE_STATS,
@@ -1394,7 +1448,7 @@ def contract(name: str) -> TableContract:
 
 def catalogue_markdown() -> str:
     out = ["# brokerscope tables", "", (__doc__ or "").strip(), ""]
-    for layer in ("bronze", "silver", "gold"):
+    for layer in ("bronze", "silver", "gold", "state"):
         out.append(f"## {layer}\n")
         out.extend(t.markdown() for t in TABLES.values() if t.layer == layer)
     return "\n".join(out)
