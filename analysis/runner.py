@@ -8,6 +8,7 @@ from analysis import causes, client_shifts, incidents, risk
 from analysis import runs as runs_module
 from analysis.gc import run_gc
 from analysis.lag import run_lag
+from analysis.minutes import run_minutes
 from analysis.params import AnalysisParams, analysis_params
 from analysis.readiness import run_readiness
 from analysis.spine import run_spine
@@ -37,6 +38,8 @@ def analyze(cfg: Config, mode: str | None = None, progress: Callable[[str], None
         # GC first: the ZooKeeper job links lost sessions and elections to gc_findings
         counts.update(run_gc(slh, params.gc, full=full, progress=say))
     counts.update(run_spine(slh, params.spine, progress=say, full=full))
+    if slh.lakehouse.exists("broker_state"):  # the dashboard's per-minute rollup of it
+        counts.update(run_minutes(slh, progress=say, full=full))
     counts.update(run_stuck(slh, params.stuck, progress=say, full=full))
     if slh.lakehouse.exists("bronze_kafka"):
         # before lag: replication_findings carries the readiness findings

@@ -217,6 +217,25 @@ class SparkLakehouse:
             return _project(self._to_contract(c, self._native_read(name, version)), columns)
         return self._bridge_read(c, dt, columns=columns)
 
+    def read_partitions(self, name: str, column: str, values: Sequence[str],
+                        columns: Sequence[str] | None = None) -> DataFrame:
+        """The current snapshot's rows of the partitions whose partition column `column` is one of
+        `values`: the bridge reads only those partitions' files, native delta-spark prunes them by
+        the same predicate."""
+        c = contract(name)
+        if column not in c.partition_by:
+            raise ValueError(f"{column!r} is not a partition column of {name} ({', '.join(c.partition_by) or 'none'})")
+        dt = self.lakehouse._open(name)
+        wanted = sorted(set(values))
+        if dt is None or not wanted:
+            return _project(self._empty(c), columns)
+        if self.mode == "native":
+            return _project(self._to_contract(c, self._native_read(name, None)).where(F.col(column).isin(wanted)), columns)
+        adds = pa.table(dt.get_add_actions(flatten=True))
+        keep = {p for p, v in zip(adds.column("path").to_pylist(), adds.column(f"partition.{column}").to_pylist())
+                if v in set(wanted)}
+        return self._bridge_read(c, dt, keep, columns)
+
     def read_appended(self, name: str, since_version: int, columns: Sequence[str] | None = None) -> Appended | None:
         """The rows as of `since_version` and the rows committed after it, when every commit
         since only added files (collectors' appends); None when a commit since removed or

@@ -1331,6 +1331,55 @@ INCIDENT_EVIDENCE = TableContract(
     written_by="analysis.incidents (brokerscope analyze)",
 )
 
+# --- dashboard rollup (issue P15): silver broker_state per instance and minute ------------------------
+
+# The state of one broker_state row, as the dashboard's timeline draws it (dashboards/states.py) and
+# broker_minutes counts it: not answering → unreachable; else active → active; else a standby role →
+# standby; else a starting role → starting; else unknown (answered, but no role we know).
+OBSERVED_STATES = ("active", "standby", "starting", "unreachable", "unknown")
+STANDBY_ROLES = ("slave", "backup")  # as analysis/risk.py: the roles that wait to take over
+STARTING_ROLES = ("starting",)  # the packs' word for a broker not yet serving (alerts/exporter.py's role list)
+
+BROKER_MINUTES_JOB = "broker-minutes"  # the job whose watermark (analysis/watermark.py) its commits carry
+
+BROKER_MINUTES = TableContract(
+    name="broker_minutes",
+    layer="gold",
+    doc=(
+        "broker_state rolled up per instance and UTC minute, for the dashboard's long views (an incident "
+        "timeline wider than `max_points` minutes reads ~1,440 rows per instance and day here instead of "
+        "every observation). Only observations: a minute without any has no row (unknown, never zero), "
+        "and a row's values are exact for the observations of that minute (their obs_date and minute). "
+        "States as `OBSERVED_STATES` in lakehouse/tables.py. Recomputed, per obs_date partition, for the "
+        "minutes new broker_state rows fall in (incremental, from the job's watermark: broker_state's version)."
+    ),
+    columns=(
+        _c("obs_date", pa.string(), "obs_date of the observations (the partition column)", False),
+        _c("minute", TS, "start of the UTC minute", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("group_name", pa.string(), "HA group", False),
+        _c("instance", pa.string(), "broker instance", False),
+        _c("observations", pa.int64(), "broker_state rows in the minute", False),
+        _c("first_ts", TS, "first observation in the minute", False),
+        _c("last_ts", TS, "last observation in the minute", False),
+        _c("max_gap_s", pa.float64(), "longest time between two consecutive observations inside the minute (0: one observation)", False),
+        _c("first_state", pa.string(), "state of the first observation: active | standby | starting | unreachable | unknown", False),
+        _c("last_state", pa.string(), "state of the last observation", False),
+        _c("state_changes", pa.int64(), "times the state differs from the previous observation inside the minute (0: one state all minute)", False),
+        _c("active_obs", pa.int64(), "observations in state active", False),
+        _c("standby_obs", pa.int64(), "observations in state standby", False),
+        _c("starting_obs", pa.int64(), "observations in state starting", False),
+        _c("unreachable_obs", pa.int64(), "observations not answered (reachable=false)", False),
+        _c("unknown_obs", pa.int64(), "answered observations with no known role (state unknown)", False),
+        _c("connections_max", pa.int64(), "largest `connections` observed; null when no observation reported it"),
+        _c("enqueued_max", pa.int64(), "largest `total_enqueued` observed (a counter since broker start); null when none"),
+        _c("dequeued_max", pa.int64(), "largest `total_dequeued` observed; null when none"),
+    ),
+    keys=("obs_date", "kind", "group_name", "instance", "minute"),
+    partition_by=("obs_date",),
+    written_by="analysis.minutes (brokerscope analyze)",
+)
+
 # --- alerts (issue P6): alert state transitions and the notification log ----------------------------
 
 ALERT_HISTORY = TableContract(
@@ -1430,6 +1479,7 @@ TABLES: dict[str, TableContract] = {
         FINDING_CAUSES,
         INCIDENTS,
         INCIDENT_EVIDENCE,
+        BROKER_MINUTES,
         ALERT_HISTORY,
         ALERT_NOTIFICATIONS,
     )

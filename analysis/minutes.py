@@ -1,0 +1,107 @@
+"""silver broker_state → gold broker_minutes: each instance's observations per UTC minute (states,
+connections, counters), the dashboard's long views read these instead of every observation.
+
+`broker_minutes` is the pure DataFrame → DataFrame step. A minute's row is a function of that
+minute's observations alone (key: obs_date, kind, group, instance, minute), so `run_minutes`,
+from the job's watermark (broker_state's version), recomputes only the minutes new broker_state
+rows fall in: it reads those minutes' rows (pruned by obs_date partition and by time), keeps the
+stored rows of every other minute of the partitions it rewrites, and replaces those partitions.
+When broker_state was rewritten since (not only appended to), it recomputes everything. Both give
+the same table."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from analysis.watermark import Watermark, fingerprint, pinned_read, read_watermark
+from lakehouse.tables import BROKER_MINUTES, BROKER_MINUTES_JOB, OBSERVED_STATES, STANDBY_ROLES, STARTING_ROLES
+
+MINUTES_JOB = BROKER_MINUTES_JOB
+MINUTE_KEY = ["obs_date", "kind", "group_name", "instance", "minute"]
+STATE_INPUT = ["obs_key", "ts", "obs_date", "kind", "group_name", "instance", "reachable", "active", "role",
+               "connections", "total_enqueued", "total_dequeued"]
+MINUTE_US = 60_000_000
+
+
+def minute_of(ts: str = "ts") -> F.Column:
+    """The start of the UTC minute of a timestamp column."""
+    return F.timestamp_micros(F.floor(F.unix_micros(ts) / MINUTE_US).cast("long") * MINUTE_US)
+
+
+def observed_state(reachable: str = "reachable", active: str = "active", role: str = "role") -> F.Column:
+    """The state of a broker_state row (lakehouse/tables.py OBSERVED_STATES; as dashboards/states.py)."""
+    r = F.lower(F.coalesce(F.col(role), F.lit("")))
+    return (F.when(~F.coalesce(F.col(reachable), F.lit(False)), "unreachable")
+            .when(F.coalesce(F.col(active), F.lit(False)), "active")
+            .when(r.isin(*STANDBY_ROLES), "standby")
+            .when(r.isin(*STARTING_ROLES), "starting")
+            .otherwise("unknown"))
+
+
+def broker_minutes(state: DataFrame) -> DataFrame:
+    """broker_state rows (STATE_INPUT) → broker_minutes rows (contract BROKER_MINUTES)."""
+    order = Window.partitionBy(*MINUTE_KEY).orderBy("ts", "obs_key")
+    rows = (state.select(*STATE_INPUT).withColumn("minute", minute_of()).withColumn("state", observed_state())
+            .withColumn("prev_state", F.lag("state").over(order))
+            .withColumn("gap_us", F.unix_micros("ts") - F.unix_micros(F.lag("ts").over(order))))
+    first = F.min(F.struct("ts", "obs_key", "state"))
+    last = F.max(F.struct("ts", "obs_key", "state"))
+    return rows.groupBy(*MINUTE_KEY).agg(
+        F.count(F.lit(1)).alias("observations"),
+        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+        (F.coalesce(F.max("gap_us"), F.lit(0)) / 1e6).alias("max_gap_s"),
+        first["state"].alias("first_state"), last["state"].alias("last_state"),
+        F.count(F.when(F.col("state") != F.col("prev_state"), 1)).alias("state_changes"),
+        *(F.count(F.when(F.col("state") == s, 1)).alias(f"{s}_obs") for s in OBSERVED_STATES),
+        F.max("connections").alias("connections_max"),
+        F.max("total_enqueued").alias("enqueued_max"), F.max("total_dequeued").alias("dequeued_max"),
+    ).select(*BROKER_MINUTES.column_names)
+
+
+def _in_dates(days: list[str]) -> str:
+    return "obs_date IN (" + ", ".join("'" + d.replace("'", "''") + "'" for d in days) + ")"
+
+
+def run_minutes(slh, progress=None, full: bool = False) -> dict[str, int]:
+    """broker_minutes from broker_state: incremental from the job's watermark unless `full`."""
+    say = progress or (lambda m: None)
+    fp = fingerprint(MINUTES_JOB, OBSERVED_STATES, STANDBY_ROLES, STARTING_ROLES, sources=[__file__])
+    mark = None if full else read_watermark(slh.lakehouse, MINUTES_JOB, ["broker_minutes"])
+    if mark is not None and mark.fingerprint == fp and mark.input_version == slh.lakehouse.version("broker_state"):
+        say("gold broker_minutes: no new broker_state rows")
+        return {"broker_minutes": slh.lakehouse.count("broker_minutes")}
+    appended = None if mark is None or mark.fingerprint != fp else slh.read_appended(
+        "broker_state", mark.input_version, ["obs_date", "ts"])
+    if appended is not None:
+        minutes_increment(slh, appended, Watermark(MINUTES_JOB, appended.version, fp), say)
+        return {"broker_minutes": slh.lakehouse.count("broker_minutes")}
+    say("gold broker_minutes (full)")
+    state, version = pinned_read(slh, "broker_state", STATE_INPUT)
+    return {"broker_minutes": slh.write("broker_minutes", broker_minutes(state),
+                                        commit_info=Watermark(MINUTES_JOB, version, fp).commit_info())}
+
+
+def minutes_increment(slh, appended, mark: Watermark, say) -> None:
+    """Recompute the minutes the appended broker_state rows fall in; the partitions they touch are
+    rewritten with the stored rows of their other minutes. Commits that added no row: an empty
+    commit that only moves the watermark (the dashboard trusts the rollup at broker_state's
+    current version only)."""
+    touched = appended.new.select("obs_date", minute_of().alias("minute")).distinct().cache()
+    span = touched.agg(F.collect_set("obs_date").alias("days"), F.min("minute").alias("lo"),
+                       F.max("minute").alias("hi")).first()
+    days = sorted(span.days or [])
+    if not days:
+        touched.unpersist()
+        say("gold broker_minutes: no new broker_state rows (watermark moved)")
+        slh.write("broker_minutes", slh.read("broker_minutes").limit(0), mode="append", commit_info=mark.commit_info())
+        return
+    say(f"gold broker_minutes (incremental: broker_state up to version {mark.input_version}, {len(days)} day(s))")
+    keys = F.broadcast(touched)
+    state = (slh.read_partitions("broker_state", "obs_date", days, STATE_INPUT)
+             .where((F.col("ts") >= F.lit(span.lo)) & (F.col("ts") < F.lit(span.hi) + F.expr("INTERVAL 1 MINUTE")))
+             .withColumn("minute", minute_of()).join(keys, ["obs_date", "minute"], "left_semi"))
+    kept = slh.read_partitions("broker_minutes", "obs_date", days).join(keys, ["obs_date", "minute"], "left_anti")
+    slh.write("broker_minutes", kept.unionByName(broker_minutes(state)), replace_where=_in_dates(days),
+              commit_info=mark.commit_info())
+    touched.unpersist()
