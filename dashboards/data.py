@@ -7,7 +7,10 @@ observed connections and message counters (broker_state) and how the last scrape
 (collector_health), always pruned by partition and time.
 
 Large time ranges are aggregated server-side (`bucketed_series`) so a page carries at most
-`max_points` points per series, whatever the number of events behind it.
+`max_points` points per series, whatever the number of events behind it. A timeline wide enough
+that a bucket spans a minute or more is drawn from the gold per-minute rollup `broker_minutes`
+(~1,440 rows per instance and day instead of every observation), as long as that rollup reflects
+broker_state's current version; otherwise from broker_state, and the figure says why.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.watermark import read_watermark
 from dashboards.health import stale_after
-from dashboards.states import state_runs
+from dashboards.states import minute_runs, state_runs
 from lakehouse.store import Lakehouse, sql_literal
-from lakehouse.tables import TABLES
+from lakehouse.tables import BROKER_MINUTES_JOB, OBSERVED_STATES, TABLES
 
 UTC = timezone.utc
+ROLLUP = "broker_minutes"
+MINUTE = timedelta(minutes=1)
 SEVERITY_RANK = {"critical": 0, "error": 1, "warn": 2, "info": 3}
 
 ANALYZE = "brokerscope analyze -c CFG"
@@ -105,6 +111,7 @@ class Gold:
         self._cache: OrderedDict[tuple, pa.Table] = OrderedDict()
         self._cache_size = cache_size
         self._versions: dict[str, tuple[float, int | None]] = {}
+        self._rollup: tuple[tuple, str | None] | None = None
 
     @property
     def root(self) -> str:
@@ -138,6 +145,21 @@ class Gold:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return got
+
+    def rollup_gap(self) -> str | None:
+        """None when broker_minutes reflects broker_state's current version (its commit watermark);
+        else why the long views read broker_state instead."""
+        key = (self.version(ROLLUP), self.version("broker_state"))
+        if self._rollup is None or self._rollup[0] != key:
+            if key[0] is None:
+                why = f"the per-minute rollup {ROLLUP} is not built yet (`{ANALYZE}` builds it)"
+            else:
+                mark = read_watermark(self.lh, BROKER_MINUTES_JOB, [ROLLUP])
+                behind = mark is None or mark.input_version != key[1]
+                why = (f"the per-minute rollup {ROLLUP} is behind broker_state (the next `{ANALYZE}` brings it up "
+                       "to date)") if behind else None
+            self._rollup = (key, why)
+        return self._rollup[1]
 
     def optional(self, name: str, columns: list[str] | None = None, filter: str | None = None) -> pa.Table | None:
         """The table, or None when it does not exist (a part of the page that is simply absent)."""
@@ -231,6 +253,9 @@ class TimelineData:
     series: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # instance → ts and values
     bucket_s: float = 0.0  # 0: every observation drawn; else the width of the aggregation buckets
     events_behind: int = 0  # observations the series were aggregated from
+    source: str = "broker_state"  # where states and series come from: broker_state, or ROLLUP (per minute)
+    source_note: str | None = None  # why a long view reads broker_state rather than ROLLUP
+    max_points: int = 1000  # views up to this many minutes wide are drawn from every observation
 
 
 @dataclass
@@ -305,15 +330,34 @@ def timeline_data(gold: Gold, inc: dict, ev: list[dict], start: datetime, end: d
             f"AND ({group} OR {in_list('ensemble', ensembles)}) AND {_overlapping('start_ts', 'end_ts', start, end)}")))
     data.alerts = alert_rows(gold, start, end, cluster)
     data.instances = list(dict.fromkeys(x for x in data.instances if x))
-    state = gold.optional("broker_state", columns=["ts", "instance", "connections", "total_enqueued", "total_dequeued",
-                                                   "reachable", "active", "role"],
-                          filter=f"{in_list('obs_date', dates_between(start, end))} AND {group} AND {in_range}")
-    if state is not None:
+    days = in_list("obs_date", dates_between(start, end))
+    data.max_points = gold.max_points
+    long_view = end - start >= gold.max_points * MINUTE  # a bucket spans a minute or more
+    data.source_note = gold.rollup_gap() if long_view and gold.has("broker_state") else None
+    if long_view and data.source_note is None:
+        minutes = gold.read(ROLLUP, columns=MINUTE_COLUMNS, filter=(
+            f"{days} AND {group} AND minute >= {ts_literal(utc(start).replace(second=0, microsecond=0))} "
+            f"AND minute <= {ts_literal(end)}"))
+        data.source = ROLLUP
+        data.states = minute_runs(minutes, gold.hole_s)
+        data.events_behind = pc.sum(minutes.column("observations")).as_py() or 0
+        data.series, data.bucket_s = minute_series(minutes, start, end, gold.max_points)
+    else:
+        state = gold.optional("broker_state", columns=["ts", "instance", "connections", "total_enqueued",
+                                                       "total_dequeued", "reachable", "active", "role"],
+                              filter=f"{days} AND {group} AND {in_range}")
+        if state is None:
+            return data
         data.states = state_runs(state, gold.hole_s)
         data.events_behind = state.num_rows
         data.series, data.bucket_s = bucketed_series(state, start, end, gold.max_points)
-        data.instances += [i for i in data.series if i not in data.instances]
+    data.instances += [i for i in data.series if i not in data.instances]
     return data
+
+
+MINUTE_COLUMNS = ["minute", "instance", "observations", "first_ts", "last_ts", "max_gap_s", "first_state",
+                  "state_changes", *(f"{s}_obs" for s in OBSERVED_STATES), "connections_max", "enqueued_max",
+                  "dequeued_max"]
 
 
 def _ensembles_of(gold: Gold, cluster: str, kind: str | None, ev: list[dict]) -> list[str]:
@@ -378,10 +422,33 @@ def bucketed_series(state: pa.Table, start: datetime, end: datetime, max_points:
     ts = state.column("ts").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
     start_us = int(utc(start).timestamp() * 1e6)
     bucket = pa.array((ts.to_numpy() - start_us) // width_us)
-    t = pa.table({"instance": state.column("instance"), "bucket": bucket, "ts": ts,
-                  "connections": state.column("connections"), "enq": state.column("total_enqueued"),
-                  "deq": state.column("total_dequeued")})
     per_obs = state.num_rows / max(1, pc.count_distinct(state.column("instance")).as_py())
+    out = _series(pa.table({"instance": state.column("instance"), "bucket": bucket, "ts": ts,
+                            "connections": state.column("connections"), "enq": state.column("total_enqueued"),
+                            "deq": state.column("total_dequeued")}))
+    aggregated = per_obs > max_points
+    return out, (width_us / 1e6 if aggregated else 0.0)
+
+
+def minute_series(minutes: pa.Table, start: datetime, end: datetime, max_points: int) -> tuple[dict[str, dict[str, np.ndarray]], float]:
+    """`bucketed_series` from broker_minutes rows: buckets of whole minutes (at most max_points
+    over start..end), each with its largest connection count and counters at its last
+    observation's time; the bucket width in s. A minute without a row adds nothing."""
+    if minutes.num_rows == 0:
+        return {}, 0.0
+    width = max(1, math.ceil((utc(end) - utc(start)) / MINUTE / max_points))
+    first_us = int(utc(start).replace(second=0, microsecond=0).timestamp() * 1e6)
+    minute_us = minutes.column("minute").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
+    bucket = pa.array((minute_us - first_us) // (width * 60_000_000))
+    return _series(pa.table({"instance": minutes.column("instance"), "bucket": bucket,
+                             "ts": minutes.column("last_ts").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()),
+                             "connections": minutes.column("connections_max"), "enq": minutes.column("enqueued_max"),
+                             "deq": minutes.column("dequeued_max")})), width * 60.0
+
+
+def _series(t: pa.Table) -> dict[str, dict[str, np.ndarray]]:
+    """(instance, bucket, ts µs, connections, enq, deq) rows → per instance one point per bucket:
+    its last time, largest connections and counters, rates between consecutive buckets."""
     agg = t.group_by(["instance", "bucket"], use_threads=False).aggregate(
         [("ts", "max"), ("connections", "max"), ("enq", "max"), ("deq", "max")]
     ).sort_by([("instance", "ascending"), ("bucket", "ascending")])
@@ -396,8 +463,7 @@ def bucketed_series(state: pa.Table, start: datetime, end: datetime, max_points:
             "in_per_s": _rates(t_us, sel.column("enq_max")),
             "out_per_s": _rates(t_us, sel.column("deq_max")),
         }
-    aggregated = per_obs > max_points
-    return out, (width_us / 1e6 if aggregated else 0.0)
+    return out
 
 
 def _floats(column: pa.ChunkedArray) -> np.ndarray:

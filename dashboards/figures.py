@@ -12,8 +12,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.clock import UTC_CLOCK, Clock
-from dashboards.data import TimelineData, utc
+from dashboards.data import ROLLUP, TimelineData, utc
+from dashboards.health import age_text
 from dashboards.series import DestinationSeries, GcPauses
+from dashboards.states import MIXED
 
 ACTIVE = "#2e7d32"
 ACTIVE_MAYBE = "rgba(46,125,50,0.28)"
@@ -91,9 +93,19 @@ def role_bars(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[go.Bar]:
 
 
 STATE_COLOR = {"active": "rgba(46,125,50,0.18)", "standby": "rgba(21,101,192,0.45)", "starting": "rgba(249,168,37,0.6)",
-               "unreachable": "rgba(183,28,28,0.55)", "unknown": "rgba(158,158,158,0.35)"}
+               "unreachable": "rgba(183,28,28,0.55)", "unknown": "rgba(158,158,158,0.35)",
+               MIXED: "rgba(109,76,65,0.55)"}
 STATE_LABEL = {"active": "state: active", "standby": "state: standby", "starting": "state: starting",
-               "unreachable": "state: not answering", "unknown": "state: unknown (no observation)"}
+               "unreachable": "state: not answering", "unknown": "state: unknown (no observation)",
+               MIXED: "state: changed within the minute (zoom in)"}
+
+
+def _state_words(run: dict) -> str:
+    """'active', or for a MIXED run its observations per state: 'changed within the minute: 3 active, 2 not answering'."""
+    if run["state"] != MIXED:
+        return STATE_LABEL[run["state"]].removeprefix("state: ")
+    counts = ", ".join(f"{n} {STATE_LABEL[s].removeprefix('state: ').split(' (')[0]}" for s, n in run.get("states", {}).items())
+    return f"changed within the minute: {counts}"
 
 
 def state_bars(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[go.Bar]:
@@ -108,7 +120,7 @@ def state_bars(data: TimelineData, clk: Clock = UTC_CLOCK) -> list[go.Bar]:
             orientation="h", y=[esc(r["instance"]) for r in runs], base=[clk.wall(r["start"]) for r in runs],
             x=[max(_ms(r["start"], r["end"]), 1.0) for r in runs], name=STATE_LABEL[state], marker_color=color,
             width=0.85, legendgroup=STATE_LABEL[state], hoverinfo="text",
-            hovertext=[f"{esc(r['instance'])} {STATE_LABEL[state].removeprefix('state: ')}<br>{clk.stamp(r['start'])} → "
+            hovertext=[f"{esc(r['instance'])} {_state_words(r)}<br>{clk.stamp(r['start'])} → "
                        f"{clk.stamp(r['end'])}<br>{r['observations']} observation(s)" for r in runs]))
     return bars
 
@@ -222,11 +234,23 @@ def incident_timeline(data: TimelineData, title: str, clk: Clock = UTC_CLOCK) ->
     fig.update_xaxes(type="date", range=[clk.wall(data.start), clk.wall(data.end)], gridcolor="#eee", showspikes=True)
     fig.update_xaxes(title=dict(text=esc(f"time ({clk.name})"), font=dict(size=11)), row=3, col=1)
     fig.update_xaxes(rangeselector=dict(buttons=RANGE_BUTTONS, x=0, y=1.02, font=dict(size=10)), row=1, col=1)
-    if data.bucket_s:
-        fig.add_annotation(text=esc(f"{data.events_behind:,} observations aggregated into {data.bucket_s:g} s buckets; "
-                                    "zoom in for detail"), xref="paper", yref="paper", x=1, y=-0.02,
-                           showarrow=False, xanchor="right", font=dict(size=10, color="#555"))
+    note = source_text(data)
+    if note:
+        fig.add_annotation(text=esc(note), xref="paper", yref="paper", x=1, y=-0.02, showarrow=False, xanchor="right",
+                           font=dict(size=10, color="#555"), name="source-note")
     return fig
+
+
+def source_text(data: TimelineData) -> str | None:
+    """Under the timeline: how its states and series were drawn, and from which table."""
+    if data.source == ROLLUP:
+        return (f"{data.events_behind:,} observations, per minute from {ROLLUP}, in {data.bucket_s:g} s buckets; "
+                f"zoom in below {age_text(data.max_points * 60)} for every observation")
+    text = f"{data.events_behind:,} observations aggregated into {data.bucket_s:g} s buckets; zoom in for detail" \
+        if data.bucket_s else None
+    if data.source_note:
+        text = f"{text + '. ' if text else ''}Read from every observation: {data.source_note}"
+    return text
 
 
 def lag_figure(series: dict[str, dict[str, list]], title: str = "replication lag (s)") -> go.Figure:

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import quote
 
+from lakehouse.tables import STANDBY_ROLES
+
 EXCLUSIVE_KINDS = ("activemq", "artemis")  # exactly one live broker, the others wait as backup
-STANDBY_ROLES = ("slave", "backup")
 STALE_SCRAPES = 3  # data older than this many scrape intervals (plus the analysis interval) is not "now"
 STATE_RANK = {"failing": 0, "unknown": 1, "degraded": 2, "ok": 3}
 RISK_VIEW = "/risks"
