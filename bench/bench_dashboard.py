@@ -1,7 +1,7 @@
 """First paint and interaction time of the incident view on a lakehouse with 1 M events, measured
 in real headless Chromium (Debian chromium + chromium-driver, through selenium). Target < 1.5 s.
 
-    python bench/bench_dashboard.py [--events 1000000] [--days 7] [--repeat 5] [--keep DIR]
+    python bench/bench_dashboard.py [--events 1000000] [--days 7] [--repeat 5] [--cold 3] [--busy 1] [--keep DIR]
 
 The lakehouse is generated per the table contracts (no Spark): one HA group `bench-pair` of two
 Artemis instances observed every ~1.2 s for --days days = --events broker_state rows, failing over
@@ -25,11 +25,26 @@ Measured, in the browser (performance.now(), from navigation start or from the c
 Each is done --repeat times; the first visit of a page is cold (nothing cached in the server
 process), later ones warm (the server caches reads per table version). Chromium and the server
 share the machine's cores.
+
+Then, side by side in the same run, the 7-day incident's cold first paint read from the gold
+per-minute rollup broker_minutes (built by its Spark job, analysis/minutes.py, on the generated
+broker_state) and from silver broker_state (a second lakehouse root that links every table but
+broker_minutes: the dashboard's fallback path). --cold rounds, the two variants in alternating
+order; each measure on a server started for it (nothing cached in the process; the OS page cache is
+not dropped):
+
+  cold page load   /incident/ID typed as the first request of a fresh server, until drawn
+  cold in-app link the overview first (not timed), then the click, until drawn
+  server build     the page's server side alone (route() on a fresh Gold, no browser)
+
+--busy N keeps N processes spinning during all measures (a loaded machine, on top of whatever
+else runs).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -132,6 +147,35 @@ def build(root: str, events: int, days: float) -> Lakehouse:
     return lh
 
 
+def build_rollup(lh: Lakehouse) -> None:
+    """broker_minutes by its Spark job (full run), as `brokerscope analyze` builds it."""
+    from analysis.minutes import run_minutes  # deferred: pyspark, only when the rollup is missing
+    from lakehouse.spark import SparkLakehouse, spark_session
+
+    t = time.perf_counter()
+    spark = spark_session("bench-dashboard")
+    try:
+        n = run_minutes(SparkLakehouse(spark, lh))["broker_minutes"]
+    finally:
+        spark.stop()
+    print(f"broker_minutes: {n:,} rows (from {lh.count('broker_state'):,} observations) by analysis/minutes.py "
+          f"in {time.perf_counter() - t:.1f} s, Spark start included")
+
+
+def silver_only(lh: Lakehouse, root: str) -> Lakehouse:
+    """A lakehouse root whose tables are links to lh's, broker_minutes left out: the silver fallback."""
+    for layer in ("bronze", "silver", "gold"):
+        src = os.path.join(lh.root, layer)
+        if not os.path.isdir(src):
+            continue
+        os.makedirs(os.path.join(root, layer), exist_ok=True)
+        for name in os.listdir(src):
+            dst = os.path.join(root, layer, name)
+            if name != "broker_minutes" and not os.path.lexists(dst):
+                os.symlink(os.path.join(src, name), dst)
+    return Lakehouse(root)
+
+
 # --- the browser side --------------------------------------------------------------------------------------
 
 WAIT_FIGURE = """
@@ -206,6 +250,40 @@ def first_paint(d, url: str) -> float:
     return d.execute_async_script(WAIT_FIGURE, None) / 1000.0
 
 
+def spin() -> None:
+    while True:
+        pass
+
+
+def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str) -> dict[str, list[float]]:
+    """Per variant: cold page load, cold in-app link and the server build of the 7-day incident (s)."""
+    from dashboards.app import route  # the page's server side, as the browser's request runs it
+
+    out: dict[str, list[float]] = {}
+    for k in range(rounds):
+        for label in (list(variants) if k % 2 == 0 else list(reversed(variants))):
+            lh = variants[label]
+            page, link, server = (f"{what}, {label}" for what in COLD_MEASURES)
+            with DashboardServer(create_app(D.Gold(lh)), "127.0.0.1", 0) as srv:
+                out.setdefault(page, []).append(first_paint(d, f"{srv.url}/incident/{LONG}"))
+            with DashboardServer(create_app(D.Gold(lh)), "127.0.0.1", 0) as srv:
+                wait_overview(d, srv.url + "/")
+                out.setdefault(link, []).append(d.execute_async_script(NAVIGATE_AND_WAIT, title) / 1000.0)
+            t = time.perf_counter()
+            route(D.Gold(lh), f"/incident/{LONG}")
+            out.setdefault(server, []).append(time.perf_counter() - t)
+    return out
+
+
+COLD_MEASURES = ("cold page load, 7-day incident", "cold in-app link, 7-day incident", "server build (no browser)")
+
+
+def cold_summary(label: str, xs: list[float], target: float | None) -> str:
+    verdict = "" if target is None else ("OK" if max(xs) < target else f"OVER {target:g} s")
+    return (f"  {label:<52} " + " ".join(f"{x:6.3f}" for x in xs)
+            + f"   median {statistics.median(xs):6.3f} s   max {max(xs):6.3f} s   {verdict}").rstrip()
+
+
 def summary(label: str, xs: list[float]) -> str:
     cold, warm = xs[0], xs[1:] or xs
     return (f"  {label:<44} cold {cold:6.3f} s   warm median {statistics.median(warm):6.3f} s"
@@ -217,14 +295,23 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--days", type=float, default=7.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cold", type=int, default=3, help="rounds of the cold rollup-vs-silver comparison")
+    ap.add_argument("--busy", type=int, default=1, help="processes kept spinning during the measures")
     ap.add_argument("--keep", help="lakehouse folder to keep (reused when it exists)")
     args = ap.parse_args()
 
     work = args.keep or tempfile.mkdtemp(prefix="bench-dashboard-")
     root = os.path.join(work, "lh")
     lh = Lakehouse(root) if args.keep and os.path.isdir(os.path.join(root, "gold")) else build(root, args.events, args.days)
+    if not lh.exists("broker_minutes"):
+        build_rollup(lh)
+    silver = silver_only(lh, os.path.join(work, "lh-silver-only"))
     results: dict[str, list[float]] = {}
+    cold: dict[str, list[float]] = {}
     d = None
+    busy = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
+    for b in busy:
+        b.start()
     srv = DashboardServer(create_app(D.Gold(lh)), "127.0.0.1", 0).start()
     try:
         d = browser()
@@ -248,18 +335,34 @@ def main() -> int:
             first_paint(d, f"{srv.url}/incident/{SHORT}")
             results.setdefault(f"range → everything ({args.events:,} obs)", []).append(
                 d.execute_async_script(CLICK_AND_WAIT, "everything") / 1000.0)
+        srv.stop()
+        srv = None
+        load_mid = os.getloadavg()
+        cold = cold_side_by_side(d, {"rollup": lh, "silver": silver}, args.cold, long["title"])
     finally:
         if d is not None:
             d.quit()
-        srv.stop()
+        if srv is not None:
+            srv.stop()
+        for b in busy:
+            b.terminate()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
     print(f"incident view, {args.repeat} runs each (cold = first visit; headless Chromium, server in-process); "
-          f"load average during the run {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores:")
+          f"{args.busy} spinning process(es) of the bench; load average {load_mid[0]:.1f} / {load_mid[1]:.1f} / "
+          f"{load_mid[2]:.1f} on {os.cpu_count()} cores:")
     for label, xs in results.items():
         print(summary(label, xs))
-    return 0 if all(max(xs) < 1.5 for xs in results.values()) else 1
+    print(f"cold 7-day incident ({args.events:,} obs), broker_minutes vs broker_state, {args.cold} rounds in "
+          f"alternating order, each on a fresh server; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}:")
+    for label, xs in cold.items():
+        print(cold_summary(label, xs, 1.5 if "rollup" in label and "server" not in label else None))
+    med = {label: statistics.median(xs) for label, xs in cold.items()}
+    for what in COLD_MEASURES:
+        print(f"  {what}: silver / rollup = {med[f'{what}, silver'] / med[f'{what}, rollup']:.1f}x (medians)")
+    checked = [*results.values(), *(xs for label, xs in cold.items() if "rollup" in label and "server" not in label)]
+    return 0 if all(max(xs) < 1.5 for xs in checked) else 1
 
 
 if __name__ == "__main__":
