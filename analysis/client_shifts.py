@@ -35,7 +35,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from analysis.runs import contract_frame, fmt_ts, seconds, utc_ns
-from analysis.spine import ts_within
+from analysis.frames import ts_within
 from lakehouse.tables import CLIENT_SHIFTS
 
 KINDS = ("activemq", "artemis")  # exclusive live/backup kinds whose brokers count client connections

@@ -109,3 +109,13 @@ def failover_events(intervals: DataFrame, nonexclusive: list[str] | None = None)
     keys = ["group_name", "_unit"]
     return per_key(intervals.withColumn("_unit", unit), keys, ["start_ts", "instance"],
                    lambda t: failovers_from_sorted(t, keys), FAILOVER_EVENTS)
+
+
+def failovers_of(intervals: pa.Table, nonexclusive: list[str] | None = None) -> pa.Table:
+    """failover_events of a few role intervals held in Arrow (an incremental run's groups): the same
+    units and order as failover_events, in one call."""
+    nonexclusive = nonexclusive_kinds() if nonexclusive is None else nonexclusive
+    unit = pc.if_else(pc.is_in(intervals.column("kind"), pa.array(nonexclusive, pa.string())), intervals.column("instance"), "")
+    keys = ["group_name", "_unit"]
+    ordered = intervals.append_column("_unit", unit).sort_by([(k, "ascending") for k in (*keys, "start_ts", "instance")])
+    return failovers_from_sorted(ordered, keys)

@@ -3,6 +3,8 @@ sorted key columns, and running whole keys of a Spark partition through one NumP
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -223,3 +225,17 @@ def by_group(df: DataFrame, columns: Sequence[str], fn, schema, partitions: int 
     encoded = [*(c for c in columns if c != "kind"), *kind_codes(kinds)]
     shuffled = df.select(*encoded).repartition(*([partitions] if partitions else []), "group_name")
     return shuffled.mapInArrow(run, schema)
+
+
+def ts_within(spans: list[tuple], most: int = 256) -> Column:
+    """`ts` inside one of `spans` (merged; beyond `most`, their hull): Parquet skips the row
+    groups outside, so a few short windows read a few row groups."""
+    merged: list[list] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    if len(merged) > most:
+        merged = [[merged[0][0], max(hi for _, hi in merged)]]
+    return reduce(operator.or_, (F.col("ts").between(F.lit(lo), F.lit(hi)) for lo, hi in merged), F.lit(False))

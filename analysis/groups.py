@@ -33,26 +33,31 @@ def fill_derived_groups(state: DataFrame, configured: set[str], context: DataFra
     return state.withColumn("group_name", F.when(fallback, filled).otherwise(F.col("group_name")))
 
 
-def ha_group_checks(state: DataFrame) -> DataFrame:
+def identity_sightings(state: DataFrame) -> DataFrame:
+    """HA_IDENTITY_SIGHTINGS of broker_state rows: when each instance's active observations reported
+    each store / NodeID first and last."""
+    # (not coalesce(...) IS NOT NULL: this form reaches Parquet, which skips all-null row groups)
+    ident = state.where(F.col("active") & (F.col("store").isNotNull() | F.col("node_id").isNotNull()))
+    return ident.groupBy("group_name", "instance", F.coalesce(F.col("store"), F.col("node_id")).alias("identity"), "kind").agg(
+        F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"))
+
+
+def ha_group_checks(sightings: DataFrame) -> DataFrame:
     """Cross-check HA groups against the identity the brokers report (ActiveMQ store, Artemis
-    NodeID) on their active rows: members of one group serving different identities (a
-    misconfigured pair: two masters, two stores), or one identity split over several groups."""
-    ident = (
-        # (not coalesce(...) IS NOT NULL: this form reaches Parquet, which skips all-null row groups)
-        state.where(F.col("active") & (F.col("store").isNotNull() | F.col("node_id").isNotNull()))
-        .select("kind", "group_name", "instance", "ts", F.coalesce(F.col("store"), F.col("node_id")).alias("identity"))
-    )
+    NodeID) on their active rows (`identity_sightings`): members of one group serving different
+    identities (a misconfigured pair: two masters, two stores), or one identity split over several
+    groups."""
 
     def finding(grouped, key: str, check: str, message, advice: str) -> DataFrame:
         """One row per group (or identity) where more than one `key` value was seen; `message`
         may use the aggregated `_groups`, `_instances`, `_identities` columns."""
         return grouped.agg(
-            F.first("kind").alias("kind"),
+            F.min("kind").alias("kind"),
             F.array_sort(F.collect_set("instance")).alias("_instances"),
             F.array_sort(F.collect_set("identity")).alias("_identities"),
             F.array_sort(F.collect_set("group_name")).alias("_groups"),
-            F.min("ts").alias("first_seen"),
-            F.max("ts").alias("last_seen"),
+            F.min("first_seen").alias("first_seen"),
+            F.max("last_seen").alias("last_seen"),
         ).where(F.size(f"_{key}") > 1).select(
             F.substring(F.sha2(F.concat_ws("/", F.lit(check), F.concat_ws(",", "_groups"), F.concat_ws(",", "_identities")), 256), 1, 32).alias("check_id"),
             "kind",
@@ -67,7 +72,7 @@ def ha_group_checks(state: DataFrame) -> DataFrame:
         )
 
     split_group = finding(
-        ident.groupBy("group_name"),
+        sightings.groupBy("group_name"),
         "identities",
         "group-members-disagree",
         F.format_string("members of HA group %s serve different stores/NodeIDs: %s", F.concat_ws(", ", "_groups"), F.concat_ws(" vs ", "_identities")),
@@ -75,7 +80,7 @@ def ha_group_checks(state: DataFrame) -> DataFrame:
         "store/lock configuration, or declare them as separate groups",
     )
     split_identity = finding(
-        ident.groupBy("identity"),
+        sightings.groupBy("identity"),
         "groups",
         "identity-in-several-groups",
         F.format_string("one store/NodeID (%s) is served by instances of different groups: %s", F.concat_ws(", ", "_identities"), F.concat_ws(", ", "_groups")),

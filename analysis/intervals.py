@@ -122,8 +122,24 @@ def interval_bounds(t: pa.Table, starts_key: np.ndarray | None = None,
     }
     bounds = {"key": k, "key_first": key_first, "key_last": key_last, "start": start_ts, "end": ts[p1],
               "lower": np.where(has_prev, ts[prev], start_ts), "upper": np.where(has_next, ts[nxt], ts[p1]),
-              "ts": ts, "row_key": key, "hole": hole}
+              "ts": ts, "row_key": key, "hole": hole, "p0": p0, "p1": p1, "state": state, "jvm_start": jvm_start,
+              "unobserved_us": unobserved_before[p1 + 1] - unobserved_before[p0 + 1]}
+    if "observations_offset" in t.column_names:  # rows carried from an earlier run (analysis/spine_carry.py)
+        columns, bounds["unobserved_us"] = carried_counts(t, p0, columns, bounds["unobserved_us"])
     return contract_table(columns, ROLE_INTERVALS), bounds
+
+
+def carried_counts(t: pa.Table, p0: np.ndarray, columns: dict, unobserved_us: np.ndarray) -> tuple[dict, np.ndarray]:
+    """The counts of intervals that start on a carried row, plus what the rows the carry left out
+    stand for (that row's offsets); in integers, so they equal a full run's to the last bit."""
+    def offset(name: str) -> np.ndarray:
+        return pc.cast(t.column(name), pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)[p0]
+
+    unobserved_us = unobserved_us + offset("unobserved_offset_us")
+    return {**columns,
+            "observations": pa.array(columns["observations"].to_numpy() + offset("observations_offset"), pa.int64()),
+            "unanswered_inside": pa.array(columns["unanswered_inside"].to_numpy() + offset("unanswered_offset"), pa.int64()),
+            "unobserved_s": pa.array(unobserved_us / 1e6, pa.float64())}, unobserved_us
 
 
 def instance_intervals(pdf: pd.DataFrame, hole_us: float = math.inf) -> pd.DataFrame:

@@ -25,7 +25,8 @@ from lakehouse.tables import SILVER_FROM_JOLOKIA, contract
 SILVER_JOB = "spine-silver"
 # The spine's code (silver and gold jobs) and the broker packs: every edit makes the next run a full one.
 SPINE_MODULES = ("analysis.silver", "analysis.clock_skew", "analysis.groups", "analysis.frames", "analysis.intervals",
-                 "analysis.failovers", "analysis.split_brain", "analysis.spine", "collectors.base", "collectors.packs", "collectors.quarantine")
+                 "analysis.failovers", "analysis.split_brain", "analysis.spine", "analysis.spine_onepass", "analysis.spine_carry",
+                 "analysis.spine_increment", "collectors.base", "collectors.packs", "collectors.quarantine")
 
 
 def code_sources() -> list[str]:

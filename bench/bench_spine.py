@@ -313,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="Delta paths Spark is timed on, each over its own copy of the table: native (delta-spark), "
                          "bridge (delta-rs commits); comma-separated")
     ap.add_argument("--workdir", help="keep the lakehouse here (default: a temp dir, removed)")
+    ap.add_argument("--histories", help="instead: the same new rows (--new-rows, in --increments runs) after histories of "
+                                        "these sizes, millions of rows, comma-separated (e.g. 1,10,50); full run per size")
+    ap.add_argument("--new-rows", type=int, default=100_000, help="--histories: new rows per incremental run (default 100,000)")
+    ap.add_argument("--increments", type=int, default=3, help="--histories: incremental runs per size (default 3)")
     args = ap.parse_args(argv)
     paths = [x.strip() for x in args.paths.split(",") if x.strip()]
     if not paths or any(x not in ("native", "bridge") for x in paths):
@@ -341,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.workdir or tempfile.mkdtemp(prefix="bench-spine-")
     try:
+        if args.histories:
+            return history_sweep(args, paths, say, work)
         extra = max(1, int(args.obs * args.new_pct / 100))
         base, new = generate(args.groups, args.obs, extra)
         lakes = {}
@@ -418,6 +424,77 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def history_sweep(args, paths: list[str], say, work: str) -> int:
+    """The same number of new rows after histories of different sizes: per size, a full run, then
+    `--increments` incremental runs of `--new-rows` each, then a full run on everything that must
+    give the same rows in every table the job writes (its gold and its carried state)."""
+    from analysis.spine import GOLD_OUTPUTS, run_gold
+    from lakehouse.spark import SparkLakehouse, spark_session
+
+    sizes = [int(float(x) * 1_000_000) for x in args.histories.split(",")]
+    instances = args.groups * 2
+    step = max(1, args.new_rows // instances)  # new observations per instance and run
+    spark = spark_session("bench-spine", master="local[2]", conf={"spark.driver.memory": "4g"},
+                          delta="native" if "native" in paths else "bridge")
+    results = []
+    for path in paths:
+        warm = Lakehouse(os.path.join(work, f"warm-up-{path}"))
+        warm_base, warm_new = generate(20, 2000, 20)
+        warm.overwrite("broker_state", warm_base)
+        run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None, full=True)
+        warm.append("broker_state", warm_new)
+        run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None)
+    say(f"Spark local[2] started and warmed up on {', '.join(paths)} (not counted)")
+    for size in sizes:
+        obs = size // instances
+        base, extra = generate(args.groups, obs, step * args.increments)
+        ticks = pc.cast(pc.struct_field(pc.extract_regex(extra.column("obs_key"), r"/(?P<t>\d+)$"), "t"), pa.int64())
+        for path in paths:
+            lh = Lakehouse(os.path.join(work, f"history-{size}-{path}"))
+            lh.overwrite("broker_state", base)
+            slh = SparkLakehouse(spark, lh, mode=path)
+            said: list[str] = []
+            t = time.perf_counter()
+            run_gold(slh, said.append, full=True)
+            full_s = time.perf_counter() - t
+            say(f"{path}: {base.num_rows:,} rows of history, full run {full_s:.2f} s")
+            inc = []
+            for i in range(args.increments):
+                lo = obs + i * step
+                part = extra.filter(pc.and_(pc.greater_equal(ticks, lo), pc.less(ticks, lo + step)))
+                lh.append("broker_state", part)
+                said.clear()
+                t = time.perf_counter()
+                run_gold(slh, said.append)
+                inc.append(time.perf_counter() - t)
+                if not any("incremental" in m for m in said):
+                    raise AssertionError(f"increment {i + 1} was not incremental: {said}")
+                say(f"{path}: +{part.num_rows:,} rows, incremental run {inc[-1]:.2f} s")
+            after = {table: sorted(map(repr, lh.read(table).to_pylist())) for table in GOLD_OUTPUTS}
+            t = time.perf_counter()
+            run_gold(slh, lambda m: None, full=True)
+            full2_s = time.perf_counter() - t
+            if any(sorted(map(repr, lh.read(table).to_pylist())) != rows for table, rows in after.items()):
+                raise AssertionError(f"{path}, {size:,} rows: the incremental runs differ from a full run")
+            say(f"{path}: full run on everything {full2_s:.2f} s; incremental = full in " + ", ".join(
+                f"{table} ({len(rows)})" for table, rows in after.items()))
+            results.append((path, base.num_rows, full_s, full2_s, inc))
+            shutil.rmtree(lh.root, ignore_errors=True)
+        del base, extra
+    spark.stop()
+    print()
+    print(f"new rows per incremental run: {step * instances:,} ({args.groups} groups x 2 instances x {step}); "
+          f"{args.increments} runs per size, median")
+    print(f"{'path':<8} {'history':>12} {'full (s)':>9} {'full, all (s)':>14} {'incremental runs (s)':>24} "
+          f"{'median':>7} {'/ full':>7}")
+    for path, n, full_s, full2_s, inc in results:
+        med = float(np.median(inc))
+        print(f"{path:<8} {n:>12,} {full_s:9.2f} {full2_s:14.2f} {', '.join(f'{x:.2f}' for x in inc):>24} "
+              f"{med:7.2f} {med / full2_s:6.1%}")
+    print(f"loadavg(after)={','.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

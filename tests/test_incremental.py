@@ -10,13 +10,15 @@ import gzip
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 import yaml
 
 from analysis import watermark as watermark_module
 from analysis.params import spine_params
 from analysis.runner import analyze
-from analysis.spine import GOLD_TABLES, run_gold, run_spine
+from analysis.spine import GOLD_OUTPUTS, GOLD_TABLES, run_gold, run_spine
 from analysis.watermark import read_watermark
 from bench.bench_spine import generate
 from collectors.replay import replay
@@ -29,7 +31,7 @@ FIX = Path(__file__).parent / "fixtures"
 ARTEMIS = [FIX / "artemis" / f for f in ("failover_jolokia1.jsonl.gz", "split_brain.jsonl.gz")]
 
 
-def snapshot(lh: Lakehouse, tables=(*SILVER_FROM_JOLOKIA, *GOLD_TABLES)) -> dict[str, list[dict]]:
+def snapshot(lh: Lakehouse, tables=(*SILVER_FROM_JOLOKIA, *GOLD_OUTPUTS)) -> dict[str, list[dict]]:
     return {t: sorted(lh.read(t).to_pylist(), key=lambda r, k=contract(t).keys: tuple(str(r[c]) for c in k)) for t in tables}
 
 
@@ -71,8 +73,8 @@ def artemis() -> tuple[dict, list[str]]:
 # The same comparison at the default resume tail (600 s, every resume point inside it) runs with the finding
 # jobs in tests/test_incremental_findings.py, which check these silver and gold tables as well: the drill cut
 # [12, 24] (before the kill; in the outage; after the old master is back) and Artemis cut [9, 26, 48] (live and
-# backup up; live dead, backup live; inside the split brain). Here: Artemis at a 1 s tail, where stored rows
-# older than 1 s are looked up per instance, not in the tail.
+# backup up; live dead, backup live; inside the split brain). Here: Artemis at a 1 s tail, where silver looks
+# up stored rows older than 1 s per instance, not in the tail (gold resumes from its carried state).
 def test_analysing_part_by_part_equals_one_full_run(artemis_in_full, tmp_path, spark, monkeypatch):
     monkeypatch.setattr(watermark_module, "RESUME_TAIL_US", 1 * 1_000_000)
     data, lines = artemis()
@@ -139,26 +141,56 @@ def generated_full_gold(generated, tmp_path_factory, spark):
     return snapshot(full_lh, GOLD_TABLES)
 
 
-@pytest.mark.parametrize("tail_s", [600, 3])  # 3 s: most resume points come from stored intervals
-def test_gold_increments_equal_a_full_run(generated, generated_base_gold, generated_full_gold, tail_s, tmp_path, spark,
-                                         monkeypatch):
-    monkeypatch.setattr(watermark_module, "RESUME_TAIL_US", tail_s * 1_000_000)
+def test_gold_increments_equal_a_full_run(generated, generated_base_gold, generated_full_gold, tmp_path, spark):
     _base, extra = generated
     shutil.copytree(generated_base_gold, tmp_path / "inc")  # the base rows and their gold, ours to append to
     lh = Lakehouse(tmp_path / "inc")
     slh = SparkLakehouse(spark, lh)
     said: list[str] = []
     for lo, hi in ((0, 50), (50, 100), (100, 150)):  # three appends of 50 observations per instance
-        tick = extra.column("obs_key").to_pylist()
-        picked = [i for i, k in enumerate(tick) if lo <= int(k.rsplit("/", 1)[1]) - 600 < hi]
-        lh.append("broker_state", extra.take(picked))
+        lh.append("broker_state", extra.take(ticks_between(extra, 600 + lo, 600 + hi)))
         run_gold(slh, said.append)
     assert sum("incremental" in m for m in said) == 3, said
-    assert read_watermark(lh, "spine-gold", GOLD_TABLES).input_version == lh.version("broker_state")
+    assert read_watermark(lh, "spine-gold", GOLD_OUTPUTS).input_version == lh.version("broker_state")
 
     got = snapshot(lh, GOLD_TABLES)
     assert got == generated_full_gold
     assert got["split_brain_windows"] and {e["event_type"] for e in got["failover_events"]} >= {"failover", "restart"}
+
+
+def ticks_between(rows, lo: int, hi: int) -> list[int]:
+    """Positions of the generated rows whose observation number lies in [lo, hi)."""
+    return [i for i, k in enumerate(rows.column("obs_key").to_pylist()) if lo <= int(k.rsplit("/", 1)[1]) < hi]
+
+
+def test_gold_carried_through_small_increments_with_holes(generated, tmp_path, spark):
+    """Appends of 1 to 50 observations per instance, cutting through outages, restarts and split
+    brains, with observations lost (holes, at a 2.5 s tolerance): every gold table and the carried
+    state equal a full run's, and the carry stays a few rows per instance."""
+    base, extra = generated
+    rows = pa.concat_tables([base, extra])
+    rng = np.random.default_rng(11)
+    keep = rng.random(rows.num_rows) >= 0.03
+    keep[ticks_between(rows, 690, 712)[::2]] = False  # a collector down for ~20 s: every other instance
+    rows = rows.filter(pa.array(keep))
+    hole_us = 2.5e6
+    tables = (*GOLD_TABLES, "spine_carry", "ha_identity_sightings")
+    full_lh, full_slh = gold_lakehouse(tmp_path / "full", spark, rows)
+    run_gold(full_slh, lambda m: None, full=True, hole_us=hole_us)
+
+    lh, slh = gold_lakehouse(tmp_path / "inc", spark, rows.take(ticks_between(rows, 0, 600)))
+    run_gold(slh, lambda m: None, hole_us=hole_us)
+    said: list[str] = []
+    cuts = [600, 601, 603, 610, 627, 660, 700, 701, 750]
+    for lo, hi in zip(cuts, cuts[1:]):
+        lh.append("broker_state", rows.take(ticks_between(rows, lo, hi)))
+        run_gold(slh, said.append, hole_us=hole_us)
+    assert sum("incremental" in m for m in said) == len(cuts) - 1, said
+    assert snapshot(lh, tables) == snapshot(full_lh, tables)
+    instances = len(set(rows.column("instance").to_pylist()))
+    assert lh.count("spine_carry") <= 6 * instances
+    got = snapshot(lh, GOLD_TABLES)
+    assert any(r["unobserved_s"] for r in got["role_intervals"]) and got["split_brain_windows"]
 
 
 def test_late_rows_fall_back_to_a_full_run(generated, generated_base_gold, tmp_path, spark):

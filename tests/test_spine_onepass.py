@@ -12,7 +12,7 @@ import pytest
 
 from analysis.frames import decode_kinds, sort_by_key
 from analysis.intervals import instance_intervals
-from analysis.spine import gold_spine, spine_intervals, spine_windows
+from analysis.spine_onepass import gold_spine, spine_intervals, spine_windows
 from analysis.split_brain import overlapping_pairs, windows_with_traffic
 from lakehouse.tables import BROKER_STATE, ROLE_INTERVALS
 

@@ -1,0 +1,133 @@
+"""The spine's incremental run: gold brought up to date with rows appended to broker_state, at a
+cost that follows the new rows, not the history.
+
+One Spark pass reads the new rows and every instance's carried rows (state spine_carry,
+analysis/spine_carry.py) and gives, per instance with new rows, its intervals from where they
+may have changed on and its new carry (spine_onepass.increment_from_sorted). Everything else is
+small and handled in Arrow on the driver: the stored gold (a few rows per failover, not per
+observation), the hand-overs of the groups concerned, their split-brain windows — only a window
+whose bounds moved is measured again, on the stored rows inside it — and the identity sightings
+behind ha_group_checks, merged with the new rows'. Nothing else of broker_state is read."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from analysis.failovers import failovers_of
+from analysis.frames import by_group, ts_within
+from analysis.groups import ha_group_checks, identity_sightings, nonexclusive_kinds
+from analysis.intervals import ROLE_INPUT
+from analysis.spine_carry import OFFSETS
+from analysis.spine_onepass import (INCREMENT_INPUT, PART_CARRY, PART_INTERVAL, PART_LATE, PART_RESUME, SPINE,
+                                    increment_from_sorted, window_bounds_of)
+from analysis.split_brain import window_id, windows_with_traffic
+from analysis.watermark import Watermark
+from lakehouse.tables import (FAILOVER_EVENTS, HA_IDENTITY_SIGHTINGS, ROLE_INTERVALS, SPINE_CARRY, SPLIT_BRAIN_WINDOWS,
+                              TableContract)
+
+KEY = ["group_name", "instance"]
+# what decides a split-brain window's row: its pair and bounds (the rows inside cannot change: new rows are later)
+WINDOW_BOUNDS = ["group_name", "instance_a", "instance_b", "certain_start", "certain_end", "possible_start", "possible_end"]
+
+
+def gold_increment(slh, appended, mark: Watermark, say, hole_us: float = math.inf) -> bool:
+    """Bring gold up to date with rows appended to broker_state; False when that would not be exact
+    (a new row not later than a stored one of its instance: the caller recomputes in full)."""
+    old, new = appended.old, appended.new
+    rows = slh.read("spine_carry").withColumn("_new", F.lit(False)).unionByName(
+        new.select(*ROLE_INPUT, *(F.lit(None).cast("long").alias(c) for c in OFFSETS), F.lit(True).alias("_new")))
+    spine = by_group(rows, INCREMENT_INPUT, lambda t, starts: increment_from_sorted(t, starts, hole_us),
+                     SPINE.spark_schema()).toArrow()
+    part = spine.column("_part")
+    if pc.any(pc.equal(part, PART_LATE)).as_py():
+        say("silver → gold: rows older than stored ones, recomputing")
+        return False
+    resume = spine.filter(pc.equal(part, PART_RESUME)).select([*KEY, "ts"]).rename_columns([*KEY, "_resume"])
+    if not resume.num_rows:
+        say("silver → gold: no new broker_state rows")
+        return True
+    say(f"silver → gold (incremental: broker_state up to version {mark.input_version}, {resume.num_rows} instances with new rows)")
+    lh = slh.lakehouse
+    recomputed = conform(spine.filter(pc.equal(part, PART_INTERVAL)), ROLE_INTERVALS)
+    intervals = pa.concat_tables([kept_intervals(lh.read("role_intervals"), resume), recomputed])
+    groups = pc.unique(resume.column("group_name"))
+    touched = intervals.filter(pc.is_in(intervals.column("group_name"), groups))
+
+    def untouched(table: pa.Table) -> pa.Table:
+        return table.filter(pc.invert(pc.is_in(table.column("group_name"), groups)))
+
+    failovers = pa.concat_tables([untouched(lh.read("failover_events")), conform(failovers_of(touched), FAILOVER_EVENTS)])
+    windows = split_brain_windows(slh, lh.read("split_brain_windows"), touched, groups, old, new, hole_us)
+    sightings = merged(lh.read("ha_identity_sightings"), identity_sightings(new).toArrow())
+
+    info = mark.commit_info()
+    for name, table, c in (("role_intervals", intervals, ROLE_INTERVALS), ("failover_events", failovers, FAILOVER_EVENTS),
+                           ("split_brain_windows", windows, SPLIT_BRAIN_WINDOWS),
+                           ("spine_carry", spine.filter(pc.equal(part, PART_CARRY)), SPINE_CARRY),
+                           ("ha_identity_sightings", sightings, HA_IDENTITY_SIGHTINGS)):
+        slh.write(name, frame(slh, table, c), commit_info=info)
+    slh.write("ha_group_checks", ha_group_checks(frame(slh, sightings, HA_IDENTITY_SIGHTINGS)), commit_info=info)
+    return True
+
+
+def conform(table: pa.Table, c: TableContract) -> pa.Table:
+    """`table`'s columns of contract `c`, with its types."""
+    return table.select(c.column_names).cast(c.schema)
+
+
+def frame(slh, table: pa.Table, c: TableContract) -> DataFrame:
+    return slh.spark.createDataFrame(conform(table, c), c.spark_schema())
+
+
+def kept_intervals(stored: pa.Table, resume: pa.Table) -> pa.Table:
+    """The stored intervals an incremental run keeps: all of an instance without new rows, those
+    starting before its resume point (µs, `_resume`) otherwise."""
+    joined = stored.join(resume, KEY, join_type="left outer")
+    start = pc.cast(joined.column("start_ts"), pa.int64())
+    keep = pc.or_kleene(pc.is_null(joined.column("_resume")), pc.less(start, pc.cast(joined.column("_resume"), pa.int64())))
+    return conform(joined.filter(keep), ROLE_INTERVALS)
+
+
+def split_brain_windows(slh, stored: pa.Table, touched: pa.Table, groups: pa.Array, old: DataFrame, new: DataFrame,
+                        hole_us: float) -> pa.Table:
+    """split_brain_windows after an increment: the stored ones of other groups; of the groups
+    concerned, a stored window whose pair and bounds are found again as it is, and the others
+    measured on the rows inside them (the stored ones, read by time range, and the new ones)."""
+    bounds = window_bounds_of(touched, nonexclusive_kinds())
+    mine = stored.filter(pc.is_in(stored.column("group_name"), groups))
+    unchanged = as_keys(mine).join(as_keys(bounds), WINDOW_BOUNDS, join_type="left semi")
+    fresh = as_keys(bounds).join(as_keys(mine).select(WINDOW_BOUNDS), WINDOW_BOUNDS, join_type="left anti")
+    parts = [stored.filter(pc.invert(pc.is_in(stored.column("group_name"), groups))), conform(unchanged, SPLIT_BRAIN_WINDOWS)]
+    if fresh.num_rows:
+        pairs = slh.spark.createDataFrame(with_timestamps(fresh)).withColumn("window_id", window_id())
+        spans = list(zip(with_timestamps(fresh).column("possible_start").to_pylist(),
+                         with_timestamps(fresh).column("possible_end").to_pylist()))
+        group_names = F.broadcast(slh.spark.createDataFrame([(g,) for g in groups.to_pylist()], "group_name string"))
+        inside = old.where(ts_within(spans)).join(group_names, "group_name", "left_semi").unionByName(new)
+        parts.append(conform(windows_with_traffic(pairs, inside, hole_us).toArrow(), SPLIT_BRAIN_WINDOWS))
+    return pa.concat_tables([conform(p, SPLIT_BRAIN_WINDOWS) for p in parts])
+
+
+def as_keys(table: pa.Table) -> pa.Table:
+    """Timestamps as µs integers, so tables join on them exactly."""
+    return pa.table({n: pc.cast(table.column(n), pa.int64()) if pa.types.is_timestamp(table.schema.field(n).type)
+                     else table.column(n) for n in table.column_names})
+
+
+def with_timestamps(table: pa.Table) -> pa.Table:
+    return pa.table({n: pc.cast(table.column(n), pa.timestamp("us", tz="UTC")) if n.endswith(("_start", "_end"))
+                     else table.column(n) for n in table.column_names})
+
+
+def merged(stored: pa.Table, new: pa.Table) -> pa.Table:
+    """Identity sightings of stored and new observations together (groups.merged_sightings in Arrow)."""
+    both = pa.concat_tables([conform(stored, HA_IDENTITY_SIGHTINGS), conform(new, HA_IDENTITY_SIGHTINGS)])
+    keys = ["group_name", "instance", "identity", "kind"]
+    out = both.group_by(keys).aggregate([("first_seen", "min"), ("last_seen", "max")])
+    return pa.table({**{k: out.column(k) for k in keys}, "first_seen": out.column("first_seen_min"),
+                     "last_seen": out.column("last_seen_max")})
