@@ -46,17 +46,24 @@ def state_runs(state: pa.Table, hole_s: float) -> list[dict]:
     inst = pc.dictionary_encode(state.column("instance").combine_chunks()).indices.to_numpy(zero_copy_only=False)
     names = state.column("instance").to_pylist()
     code = observation_states(state)
-    hole_us = int(hole_s * 1e6)
-    new_instance = np.r_[True, inst[1:] != inst[:-1]]
-    gap = np.r_[False, (ts[1:] - ts[:-1]) > hole_us] & ~new_instance
-    starts = np.flatnonzero(new_instance | gap | np.r_[True, code[1:] != code[:-1]])
-    ends = np.r_[starts[1:] - 1, len(ts) - 1]
     runs = []
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        if gap[s]:
+    for s, e, gap in run_ranges(inst, ts, ts, code, hole_s):
+        if gap:
             runs.append(_run(names[s], "unknown", ts[s - 1], ts[s], 0))
         runs.append(_run(names[s], STATES[code[s]], ts[s], ts[e], e - s + 1))
     return runs
+
+
+def run_ranges(inst: np.ndarray, first_us: np.ndarray, last_us: np.ndarray, code: np.ndarray,
+               hole_s: float) -> list[tuple[int, int, bool]]:
+    """(first row, last row, a hole before it) of each run over rows sorted by instance and time:
+    a new instance, another code, or more than hole_s from the previous row's last time to the
+    row's first time starts one."""
+    new_instance = np.r_[True, inst[1:] != inst[:-1]]
+    gap = np.r_[False, (first_us[1:] - last_us[:-1]) > int(hole_s * 1e6)] & ~new_instance
+    starts = np.flatnonzero(new_instance | gap | np.r_[True, code[1:] != code[:-1]])
+    ends = np.r_[starts[1:] - 1, len(code) - 1]
+    return [(s, e, bool(gap[s])) for s, e in zip(starts.tolist(), ends.tolist())]
 
 
 def _run(instance: str, state: str, start_us: int, end_us: int, observations: int) -> dict:
@@ -89,13 +96,9 @@ def minute_runs(minutes: pa.Table, hole_s: float) -> list[dict]:
     code = np.where(plain, state, len(STATES))  # len(STATES): MIXED
     obs = m.column("observations").to_numpy()
     per_state = {s: m.column(f"{s}_obs").to_numpy() for s in STATES}
-    new_instance = np.r_[True, inst[1:] != inst[:-1]]
-    gap = np.r_[False, (first[1:] - last[:-1]) > int(hole_s * 1e6)] & ~new_instance
-    starts = np.flatnonzero(new_instance | gap | np.r_[True, code[1:] != code[:-1]])
-    ends = np.r_[starts[1:] - 1, len(m) - 1]
     runs = []
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        if gap[s]:
+    for s, e, gap in run_ranges(inst, first, last, code, hole_s):
+        if gap:
             runs.append(_run(names[s], "unknown", last[s - 1], first[s], 0))
         mixed = code[s] == len(STATES)
         run = _run(names[s], MIXED if mixed else STATES[code[s]], first[s], last[e], int(obs[s:e + 1].sum()))
