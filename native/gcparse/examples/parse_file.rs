@@ -22,8 +22,7 @@ fn main() {
         if columns {
             // as the binding's collect_bytes / take_columns(finish=True)
             brokerscope_gcparse::columns::feed_bytes(&mut p, &data, true, &mut cols).expect("bounds");
-            p.finish(&mut out);
-            out.iter().for_each(|e| cols.push(e));
+            p.finish(&mut cols);
         } else {
             p.feed_bytes(&data, &mut out).expect("bounds");
             p.end_text(&mut out);

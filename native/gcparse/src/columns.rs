@@ -8,8 +8,10 @@
 
 use crate::bounds::BlankRun;
 use crate::event::{Event, Wall};
-use crate::Parser;
+use crate::out::Sink;
 use crate::pyfns::{Kb, PyInt};
+use crate::young::{self, YoungRow};
+use crate::Parser;
 
 /// Arrow validity bitmap + values of one fixed-width column.
 #[derive(Default)]
@@ -80,6 +82,7 @@ pub const KB_NAMES: [&str; 12] = [
 pub const STR_NAMES: [&str; 5] = ["event_type", "collector", "cause", "phase", "flags"];
 
 /// A value the binding computes in Python: (row, what).
+#[derive(Debug, PartialEq)]
 pub enum Patch {
     Wall(Wall, Option<f64>, bool),
     Kb(usize, Kb),
@@ -101,12 +104,48 @@ pub struct Columns {
 }
 
 impl Columns {
-    #[inline]
+    /// A row of `e`.
     pub fn push(&mut self, e: &Event) {
-        let row = self.rows;
+        let row = self.next_row();
+        self.push_texts(&e.event_type, &e.collector, e.cause.as_deref(), e.phase.as_deref(), &e.flags);
+        self.push_f64s([e.uptime_s, e.pause_ms, e.concurrent_ms, e.duration_ms, e.user_s, e.sys_s, e.real_s, e.ttsp_ms]);
+        for (g, gen) in [&e.heap, &e.young, &e.old, &e.meta].into_iter().enumerate() {
+            for (j, v) in gen.iter().enumerate() {
+                self.push_kb(row, g * 3 + j, v);
+            }
+        }
+        self.push_gc_id(row, &e.gc_id);
+        self.source_line.push(e.source_line as i64);
+        self.push_wall(row, &e.wall, e.uptime_s, e.wall_from_start);
+    }
+
+    /// The row `push(&y.into_event())` would write, without the event.
+    pub fn push_young(&mut self, y: &YoungRow) {
+        let row = self.next_row();
+        self.push_texts(young::EVENT_TYPE, &y.collector, y.cause.as_deref(), Some(young::PHASE), y.flags);
+        let [user, sys, real] = y.times;
+        let up = y.stamp.uptime_s;
+        self.push_f64s([up, Some(y.pause_ms), None, Some(y.pause_ms), user, sys, real, None]);
+        // heap, young: plain numbers; old, metaspace: none
+        for (k, x) in y.kb.iter().enumerate() {
+            self.kbs[k].push(Some(*x));
+        }
+        self.kbs[6..].iter_mut().for_each(|c| c.push(None));
+        self.push_gc_id(row, &y.gc_id);
+        self.source_line.push(y.source_line as i64);
+        self.push_wall(row, &y.stamp.wall, up, y.stamp.wall_from_start);
+    }
+
+    #[inline(always)]
+    fn next_row(&mut self) -> usize {
         self.rows += 1;
+        self.rows - 1
+    }
+
+    #[inline(always)]
+    fn push_texts(&mut self, event_type: &str, collector: &str, cause: Option<&str>, phase: Option<&str>, flags: &[&str]) {
         self.flags_buf.clear();
-        for (i, f) in e.flags.iter().enumerate() {
+        for (i, f) in flags.iter().enumerate() {
             if i > 0 {
                 self.flags_buf.push(',');
             }
@@ -114,29 +153,35 @@ impl Columns {
         }
         let flags = (!self.flags_buf.is_empty()).then_some(self.flags_buf.as_str());
         let [s0, s1, s2, s3, s4] = &mut self.strs;
-        s0.push(Some(&e.event_type));
-        s1.push(Some(&e.collector));
-        s2.push(e.cause.as_deref());
-        s3.push(e.phase.as_deref());
+        s0.push(Some(event_type));
+        s1.push(Some(collector));
+        s2.push(cause);
+        s3.push(phase);
         s4.push(flags);
-        let f64s = [e.uptime_s, e.pause_ms, e.concurrent_ms, e.duration_ms, e.user_s, e.sys_s, e.real_s, e.ttsp_ms];
-        for k in 0..8 {
-            self.f64s[k].push(f64s[k]);
+    }
+
+    #[inline(always)]
+    fn push_f64s(&mut self, v: [Option<f64>; 8]) {
+        for (c, x) in self.f64s.iter_mut().zip(v) {
+            c.push(x);
         }
-        for (g, gen) in [&e.heap, &e.young, &e.old, &e.meta].into_iter().enumerate() {
-            for j in 0..3 {
-                let k = g * 3 + j;
-                match &gen[j] {
-                    Some(Kb::Small(x)) => self.kbs[k].push(Some(*x)),
-                    None => self.kbs[k].push(None),
-                    Some(other) => {
-                        self.kbs[k].push(None);
-                        self.patches.push((row, Patch::Kb(k, other.clone())));
-                    }
-                }
+    }
+
+    #[inline(always)]
+    fn push_kb(&mut self, row: usize, k: usize, v: &Option<Kb>) {
+        match v {
+            Some(Kb::Small(x)) => self.kbs[k].push(Some(*x)),
+            None => self.kbs[k].push(None),
+            Some(other) => {
+                self.kbs[k].push(None);
+                self.patches.push((row, Patch::Kb(k, other.clone())));
             }
         }
-        match &e.gc_id {
+    }
+
+    #[inline(always)]
+    fn push_gc_id(&mut self, row: usize, v: &Option<PyInt>) {
+        match v {
             Some(PyInt::Small(x)) => self.gc_id.push(Some(*x)),
             None => self.gc_id.push(None),
             Some(big) => {
@@ -144,40 +189,38 @@ impl Columns {
                 self.patches.push((row, Patch::GcId(big.clone())));
             }
         }
-        self.source_line.push(e.source_line as i64);
-        match &e.wall {
+    }
+
+    #[inline(always)]
+    fn push_wall(&mut self, row: usize, wall: &Wall, uptime_s: Option<f64>, from_start: bool) {
+        match wall {
             Wall::Micros(us) => self.wall.push(Some(*us)),
-            Wall::None if !e.wall_from_start => self.wall.push(None),
+            Wall::None if !from_start => self.wall.push(None),
             w => {
                 self.wall.push(None);
-                self.patches.push((row, Patch::Wall(w.clone(), e.uptime_s, e.wall_from_start)));
+                self.patches.push((row, Patch::Wall(w.clone(), uptime_s, from_start)));
             }
         }
     }
 }
 
-/// Bytes fed at a time on the columnar path: the events of a piece go to the columns at
-/// once, so the event vector stays small and in cache (a 16 MB block made it ~50 MB).
-const PIECE: usize = 1 << 18;
+/// The columnar path's sink: every event becomes a row as soon as the parser completes it.
+impl Sink for Columns {
+    #[inline]
+    fn event(&mut self, e: Event) {
+        self.push(&e);
+    }
+    #[inline]
+    fn young(&mut self, y: YoungRow) {
+        self.push_young(&y);
+    }
+}
 
-/// `feed_bytes` (then `end_text` if `end`) with the events appended to `c`; `data` is fed in
-/// pieces cut after a newline, which the byte input takes like any other chunking.
+/// `feed_bytes` (then `end_text` if `end`) with the events written to `c`.
 pub fn feed_bytes(p: &mut Parser, data: &[u8], end: bool, c: &mut Columns) -> Result<(), BlankRun> {
-    let mut out = Vec::new();
-    let mut rest = data;
-    while !rest.is_empty() {
-        let cut = match rest.get(PIECE..).and_then(|t| memchr::memchr(b'\n', t)) {
-            Some(i) => PIECE + i + 1,
-            None => rest.len(),
-        };
-        let fed = p.feed_bytes(&rest[..cut], &mut out);
-        out.drain(..).for_each(|e| c.push(&e));
-        fed?;
-        rest = &rest[cut..];
-    }
+    p.feed_bytes(data, c)?;
     if end {
-        p.end_text(&mut out);
+        p.end_text(c);
     }
-    out.drain(..).for_each(|e| c.push(&e));
     Ok(())
 }

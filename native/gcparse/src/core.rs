@@ -3,8 +3,9 @@
 //! files split them (universal newlines: '\n', '\r\n' and '\r' end a line, read as '\n').
 
 use crate::bounds::{BlankRun, LineBounds};
-use crate::event::{drop_implausible, Event, Stats};
+use crate::event::{Event, Stats};
 use crate::legacy::Legacy;
+use crate::out::{Out, Sink};
 use crate::pyfns::is_digit;
 use crate::ts::DateHook;
 use crate::unified::Unified;
@@ -63,6 +64,8 @@ pub struct Parser {
     utf8_tail: Vec<u8>,
     /// line length and blank-run bounds on byte input (collectors/gc/limits.py), if set
     bounds: Option<LineBounds>,
+    /// the events of a unified line while a legacy event is pending (mixed input)
+    unified_buf: Vec<Event>,
 }
 
 /// Where a UTF-8 sequence cut by the end of `data` starts (data.len() if none): the last
@@ -117,6 +120,7 @@ impl Parser {
             cr_pending: false,
             utf8_tail: Vec::new(),
             bounds: None,
+            unified_buf: Vec::new(),
         }
     }
 
@@ -140,12 +144,22 @@ impl Parser {
         }
     }
 
-    /// `feed`: one line (with or without its newline); the events it completed go to `out`.
-    pub fn feed(&mut self, line: &str, line_no: Option<u64>, out: &mut Vec<Event>) {
+    /// Runs `f` with an `Out` to `sink`; its events are counted in the stats.
+    fn emit(&mut self, sink: &mut dyn Sink, f: impl FnOnce(&mut Parser, &mut Out)) {
+        let mut out = Out::new(sink);
+        f(self, &mut out);
+        self.o.stats.events += out.len();
+    }
+
+    /// `feed`: one line (with or without its newline); the events it completed go to `sink`.
+    pub fn feed(&mut self, line: &str, line_no: Option<u64>, sink: &mut dyn Sink) {
+        self.emit(sink, |p, out| p.feed_line(line, line_no, out));
+    }
+
+    fn feed_line(&mut self, line: &str, line_no: Option<u64>, out: &mut Out) {
         let line_no = line_no.unwrap_or(self.line_no + 1);
         self.line_no = line_no;
         self.o.stats.lines_total += 1;
-        let start = out.len();
         if line.len() > 1000 && line.chars().count() > 1000 && absurd_number(line) {
             // corrupt data: never handed to the handlers (see parser.py)
             self.o.stats.add_unknown(line_no, line.trim_end_matches(['\r', '\n']));
@@ -163,20 +177,10 @@ impl Parser {
             && !self.l.heap_block
             && (self.o.unified_mode || self.u.foreign_block || unified_first)
         {
-            code = self.u.handle(&mut self.o, line, line_no, out);
-            if code != 0 {
-                self.n_unified += 1;
-                if self.l.last.is_some() {
-                    // a unified line after a legacy record (mixed input): emit it first
-                    let mut pending = Vec::new();
-                    self.l.flush(&mut pending);
-                    out.splice(start..start, pending);
-                }
-                if code == EVENT {
-                    self.o.stats.lines_event += 1;
-                    self.account(out, start);
-                    return;
-                }
+            code = self.unified_line(line, line_no, out);
+            if code == EVENT {
+                self.o.stats.lines_event += 1;
+                return;
             }
         }
         if code == 0 {
@@ -190,21 +194,35 @@ impl Parser {
             UNKNOWN => self.o.stats.add_unknown(line_no, line.trim_end_matches(['\r', '\n'])),
             _ => {} // DEFERRED: accounted for when the legacy record completes
         }
-        self.account(out, start);
     }
 
-    fn account(&mut self, out: &mut [Event], start: usize) {
-        let new = &mut out[start..];
-        if !new.is_empty() {
-            self.o.stats.events += new.len() as u64;
-            drop_implausible(new);
+    /// The unified handler on a line (0: not unified).  A legacy event pending before a
+    /// unified line (mixed input) is emitted before the line's events.
+    fn unified_line(&mut self, line: &str, line_no: u64, out: &mut Out) -> u8 {
+        if !self.l.has_last() {
+            let code = self.u.handle(&mut self.o, line, line_no, out);
+            self.n_unified += (code != 0) as u64;
+            return code;
         }
+        let mut buf = std::mem::take(&mut self.unified_buf);
+        let code = self.u.handle(&mut self.o, line, line_no, &mut Out::new(&mut buf));
+        if code != 0 {
+            self.n_unified += 1;
+            self.l.flush(out);
+        }
+        buf.drain(..).for_each(|e| out.push(e));
+        self.unified_buf = buf;
+        code
     }
 
     /// Text input of any chunking: complete lines are fed, a partial last line waits.
     /// A line ending in '\n' inside the chunk is fed in place (no copy); only lines that
     /// straddle chunks or end in '\r' are assembled in `partial`.
-    pub fn feed_text(&mut self, text: &str, out: &mut Vec<Event>) {
+    pub fn feed_text(&mut self, text: &str, sink: &mut dyn Sink) {
+        self.emit(sink, |p, out| p.text(text, out));
+    }
+
+    fn text(&mut self, text: &str, out: &mut Out) {
         let mut rest = text;
         if self.cr_pending {
             self.cr_pending = false;
@@ -215,7 +233,7 @@ impl Parser {
         while let Some(i) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
             let is_cr = rest.as_bytes()[i] == b'\r';
             if !is_cr && self.partial.is_empty() {
-                self.feed(&rest[..=i], None, out);
+                self.feed_line(&rest[..=i], None, out);
                 rest = &rest[i + 1..];
                 continue;
             }
@@ -232,7 +250,7 @@ impl Parser {
                     self.cr_pending = true;
                 }
             }
-            self.feed(&line, None, out);
+            self.feed_line(&line, None, out);
             self.partial = line; // keep the allocation
             self.partial.clear();
             rest = &rest[next..];
@@ -243,16 +261,16 @@ impl Parser {
     /// Raw bytes of any chunking, decoded as Python's `errors="replace"` does; a UTF-8
     /// sequence cut by the chunk end waits for the next chunk. With line bounds set, lines are
     /// cut first, and a blank run beyond them is an error (nothing of `data` is fed then).
-    pub fn feed_bytes(&mut self, data: &[u8], out: &mut Vec<Event>) -> Result<(), BlankRun> {
+    pub fn feed_bytes(&mut self, data: &[u8], sink: &mut dyn Sink) -> Result<(), BlankRun> {
         let bounded = match self.bounds.as_mut() {
             None => std::borrow::Cow::Borrowed(data),
             Some(b) => b.apply(data)?,
         };
-        self.feed_raw(&bounded, out);
+        self.emit(sink, |p, out| p.raw(&bounded, out));
         Ok(())
     }
 
-    fn feed_raw(&mut self, data: &[u8], out: &mut Vec<Event>) {
+    fn raw(&mut self, data: &[u8], out: &mut Out) {
         let joined;
         let data = if self.utf8_tail.is_empty() {
             data
@@ -261,46 +279,48 @@ impl Parser {
             &joined[..]
         };
         match std::str::from_utf8(data) {
-            Ok(text) => self.feed_text(text, out), // one validation, no copy (the usual case)
+            Ok(text) => self.text(text, out), // one validation, no copy (the usual case)
             Err(e) => {
                 let cut = if e.error_len().is_none() { e.valid_up_to() } else { incomplete_tail_start(data) };
                 self.utf8_tail.extend_from_slice(&data[cut..]);
-                self.feed_text(&String::from_utf8_lossy(&data[..cut]), out);
+                self.text(&String::from_utf8_lossy(&data[..cut]), out);
             }
         }
     }
 
     /// End of text input: a last line without newline is fed.
-    pub fn end_text(&mut self, out: &mut Vec<Event>) {
-        if !self.utf8_tail.is_empty() {
-            let tail = std::mem::take(&mut self.utf8_tail);
-            self.feed_text(&String::from_utf8_lossy(&tail), out);
-        }
-        if !self.partial.is_empty() {
-            let line = std::mem::take(&mut self.partial);
-            self.feed(&line, None, out);
-        }
-        self.cr_pending = false;
+    pub fn end_text(&mut self, sink: &mut dyn Sink) {
+        self.emit(sink, |p, out| {
+            if !p.utf8_tail.is_empty() {
+                let tail = std::mem::take(&mut p.utf8_tail);
+                p.text(&String::from_utf8_lossy(&tail), out);
+            }
+            if !p.partial.is_empty() {
+                let line = std::mem::take(&mut p.partial);
+                p.feed_line(&line, None, out);
+            }
+            p.cr_pending = false;
+        });
     }
 
     /// `flush`: events complete but held back for optional trailing lines.
-    pub fn flush(&mut self, out: &mut Vec<Event>) {
-        let start = out.len();
-        self.l.flush(out);
-        self.u.flush_ready(out);
-        self.account(out, start);
+    pub fn flush(&mut self, sink: &mut dyn Sink) {
+        self.emit(sink, |p, out| {
+            p.l.flush(out);
+            p.u.flush_ready(out);
+        });
     }
 
     /// `finish`: end of input (incomplete events are counted, not emitted).
-    pub fn finish(&mut self, out: &mut Vec<Event>) {
+    pub fn finish(&mut self, sink: &mut dyn Sink) {
         if self.finished {
             return;
         }
         self.finished = true;
-        let start = out.len();
-        self.l.finish(&mut self.o, out);
-        self.u.finish(&mut self.o, out);
-        self.account(out, start);
+        self.emit(sink, |p, out| {
+            p.l.finish(&mut p.o, out);
+            p.u.finish(&mut p.o, out);
+        });
     }
 
     pub fn formats(&self) -> (u64, u64) {

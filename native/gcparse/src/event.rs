@@ -16,6 +16,15 @@ pub enum Wall {
     EpochMs(PyInt),
 }
 
+/// The time fields of an event: uptime, wall clock, and whether the wall clock is to be
+/// derived from the JVM start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stamp {
+    pub uptime_s: Option<f64>,
+    pub wall: Wall,
+    pub wall_from_start: bool,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
     pub event_type: SStr,
@@ -72,6 +81,12 @@ impl Event {
         }
     }
 
+    pub fn set_stamp(&mut self, s: Stamp) {
+        self.uptime_s = s.uptime_s;
+        self.wall = s.wall;
+        self.wall_from_start = s.wall_from_start;
+    }
+
     /// `tuple(dict.fromkeys(flags))`
     pub fn set_flags(&mut self, flags: &[&'static str]) {
         self.flags.clear();
@@ -86,14 +101,21 @@ impl Event {
 /// No JVM pause, phase or cycle lasts 30 days (model.MAX_PLAUSIBLE_MS).
 pub const MAX_PLAUSIBLE_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
 
+/// Seconds of CPU or real time: the same bound as for milliseconds.
+pub const MAX_PLAUSIBLE_S: f64 = MAX_PLAUSIBLE_MS / 1000.0;
+
+/// A value drop_implausible keeps.
+#[inline]
+pub fn plausible(v: Option<f64>, max: f64) -> bool {
+    v.map_or(true, |x| 0.0 <= x && x <= max)
+}
+
 fn implausible(v: &mut Option<f64>, max: f64) -> bool {
-    match *v {
-        Some(x) if !(0.0 <= x && x <= max) => {
-            *v = None;
-            true
-        }
-        _ => false,
+    if plausible(*v, max) {
+        return false;
     }
+    *v = None;
+    true
 }
 
 /// model.drop_implausible
@@ -104,7 +126,7 @@ pub fn drop_implausible(events: &mut [Event]) {
             bad |= implausible(v, MAX_PLAUSIBLE_MS);
         }
         for v in [&mut e.user_s, &mut e.sys_s, &mut e.real_s] {
-            bad |= implausible(v, MAX_PLAUSIBLE_MS / 1000.0);
+            bad |= implausible(v, MAX_PLAUSIBLE_S);
         }
         if bad {
             e.flags.push("implausible-value");

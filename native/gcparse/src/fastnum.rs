@@ -34,10 +34,16 @@ pub fn dec_f64(s: &[u8]) -> Option<f64> {
     }
     let k = frac.map_or(0, |f| s.len() - f);
     let int_digits = s.len() - k - frac.is_some() as usize;
-    if int_digits + k == 0 || m >= 1 << 53 || k > 22 {
+    if int_digits + k == 0 {
         return None;
     }
-    Some(m as f64 / POW10[k])
+    ratio(m, k)
+}
+
+/// m / 10^k, when that is the decimal's correctly rounded value (see above).
+#[inline(always)]
+pub fn ratio(m: u64, k: usize) -> Option<f64> {
+    (m < 1 << 53 && k <= 22).then(|| m as f64 / POW10[k])
 }
 
 /// `str::parse::<f64>` of a decimal (fast path first).

@@ -2,13 +2,14 @@
 //! and the fast paths.  Records (multi-line, nested brackets) are in legacy_record.rs.
 
 use crate::core::{Owner, DEFERRED, EVENT, IGNORED, UNKNOWN};
-use crate::event::Event;
-use crate::fastnum::parse_f64;
+use crate::event::{Event, Stamp, Wall};
+use crate::legacy_shortcuts::FastCause;
+use crate::out::Out;
 use crate::legacy_res::{record_start, res, top_start};
-use crate::pyfns::{first_is_digit, lstrip, num, rstrip_nl, size_kb, slug, strip, Kb, PyInt};
+use crate::pyfns::{first_is_digit, lstrip, num, rstrip_nl, size_kb, slug, strip, Kb};
 use crate::ts::wall_of_date;
 use crate::unified::STOPPED_PHASE;
-use crate::legacy_fast::{scan_young, Young};
+use crate::young::YoungRow;
 use crate::rx::Re;
 use regex::Captures;
 use std::collections::HashMap;
@@ -35,7 +36,9 @@ pub type Prefix = (Option<String>, Option<String>);
 #[derive(Default)]
 pub struct Legacy {
     pub rec: Option<Record>,
+    /// the pending event (detail lines may follow): one of `last` and `young`, or none
     pub last: Option<Event>,
+    pub young: Option<YoungRow>,
     pub detail_depth: i64,
     pub heap_block: bool,
     pub stats_block: bool,
@@ -45,16 +48,15 @@ pub struct Legacy {
     pub cms_next_remark: bool,
     pub first_prefix: Option<Prefix>,
     pub last_prefix: Option<Prefix>,
-    detail_labels: HashMap<String, bool>,
-    fast_causes: HashMap<String, Option<(String, Vec<&'static str>)>>,
+    pub(crate) detail_labels: HashMap<String, bool>,
+    pub(crate) fast_causes: HashMap<String, FastCause>,
 }
 
-const DETAIL_MARKERS: [&str; 14] = [
+pub const DETAIL_MARKERS: [&str; 14] = [
     "concurrent-", "G1Ergonomics", "Total time for which", "Application time:", "AdaptiveSize",
     "abort preclean", " GC:", "TLAB", "[Preclean ", "GC invocations=", "Eden:", "Metaspace:",
     "Perm:", "[Times:",
 ];
-const G1_TYPES: [&str; 6] = ["young", "mixed", "partial", "initial-mark", "to-space exhausted", "to-space overflow"];
 
 pub fn gen_collector(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -83,18 +85,22 @@ fn refill(slot: &mut Option<String>, v: Option<&str>) {
     }
 }
 
-/// LegacyHandler._stamp
-pub fn stamp(ev: &mut Event, date: Option<&str>, up: Option<&str>) {
-    if let Some(u) = up.filter(|u| !u.is_empty()) {
-        ev.uptime_s = Some(num(u));
-    }
+/// LegacyHandler._stamp (of a new event)
+pub fn legacy_stamp(date: Option<&str>, up: Option<&str>) -> Stamp {
+    legacy_stamp_of(date, up.filter(|u| !u.is_empty()).map(num))
+}
+
+/// `legacy_stamp` with the uptime already read.
+pub fn legacy_stamp_of(date: Option<&str>, uptime_s: Option<f64>) -> Stamp {
     match date.filter(|d| !d.is_empty()) {
-        Some(d) => {
-            ev.wall = wall_of_date(d);
-            ev.wall_from_start = false;
-        }
-        None => ev.wall_from_start = true,
+        Some(d) => Stamp { uptime_s, wall: wall_of_date(d), wall_from_start: false },
+        None => Stamp { uptime_s, wall: Wall::None, wall_from_start: true },
     }
+}
+
+/// LegacyHandler._stamp on a new event
+pub fn stamp(ev: &mut Event, date: Option<&str>, up: Option<&str>) {
+    ev.set_stamp(legacy_stamp(date, up));
 }
 
 /// _g1_detail: sizes of a G1 '[Eden: ... Survivors: ... Heap: ...]' line.
@@ -150,11 +156,26 @@ fn sub_empty(re: &Re, s: &str, changed: &mut bool) -> String {
 }
 
 impl Legacy {
-    pub fn flush(&mut self, out: &mut Vec<Event>) {
-        if let Some(ev) = self.last.take() {
+    pub fn flush(&mut self, out: &mut Out) {
+        if let Some(y) = self.young.take() {
+            out.young(y);
+        } else if let Some(ev) = self.last.take() {
             out.push(ev);
         }
         self.detail_depth = 0;
+    }
+
+    /// An event is pending.
+    pub fn has_last(&self) -> bool {
+        self.last.is_some() || self.young.is_some()
+    }
+
+    /// The pending event, to be completed by a detail line (a young row becomes an Event).
+    pub fn last_mut(&mut self) -> Option<&mut Event> {
+        if let Some(y) = self.young.take() {
+            self.last = Some(y.into_event());
+        }
+        self.last.as_mut()
     }
 
     pub fn span(&self, o: &Owner) -> Option<(Event, Event)> {
@@ -167,7 +188,7 @@ impl Legacy {
         Some((a, b))
     }
 
-    fn track_prefix(&mut self, date: Option<&str>, up: Option<&str>) {
+    pub(crate) fn track_prefix(&mut self, date: Option<&str>, up: Option<&str>) {
         if self.first_prefix.is_none() {
             self.first_prefix = Some((date.map(String::from), up.map(String::from)));
         }
@@ -180,7 +201,7 @@ impl Legacy {
     // -- embedded items ----------------------------------------------------------------------
 
     /// `_extract`: cut embedded items out of `s` (emitting their events); (rest, changed).
-    pub fn extract(&mut self, o: &mut Owner, s: &str, line_no: u64, out: &mut Vec<Event>, in_record: bool) -> (String, bool) {
+    pub fn extract(&mut self, o: &mut Owner, s: &str, line_no: u64, out: &mut Out, in_record: bool) -> (String, bool) {
         let r = res();
         let mut s = s.to_string();
         let mut changed = false;
@@ -242,7 +263,7 @@ impl Legacy {
 
     /// events found inside an open record are emitted before it; outside a record, after
     /// the pending detail lines
-    fn emit_side(&mut self, ev: Event, out: &mut Vec<Event>, in_record: bool) {
+    pub(crate) fn emit_side(&mut self, ev: Event, out: &mut Out, in_record: bool) {
         if in_record {
             out.push(ev);
         } else {
@@ -251,7 +272,7 @@ impl Legacy {
         }
     }
 
-    fn conc(&mut self, o: &mut Owner, c: ConcItem, line_no: u64, out: &mut Vec<Event>, in_record: bool) {
+    fn conc(&mut self, o: &mut Owner, c: ConcItem, line_no: u64, out: &mut Out, in_record: bool) {
         let name = c.name;
         let mut base = name[name.find("concurrent-").unwrap()..].to_string();
         if base.ends_with("-end") {
@@ -315,7 +336,7 @@ impl Legacy {
 
     // -- main entry --------------------------------------------------------------------------
 
-    pub fn handle(&mut self, o: &mut Owner, line: &str, line_no: u64, out: &mut Vec<Event>) -> u8 {
+    pub fn handle(&mut self, o: &mut Owner, line: &str, line_no: u64, out: &mut Out) -> u8 {
         if self.rec.is_none() && !self.heap_block && !self.stats_block {
             if let Some(code) = self.fast_paths(o, line, line_no, out) {
                 return code;
@@ -389,9 +410,9 @@ impl Legacy {
     }
 
     /// A line while no record is open.
-    fn fresh_line(&mut self, o: &mut Owner, line: &str, s: String, line_no: u64, out: &mut Vec<Event>) -> u8 {
+    fn fresh_line(&mut self, o: &mut Owner, line: &str, s: String, line_no: u64, out: &mut Out) -> u8 {
         let r = res();
-        let pending = self.last.is_some() || self.detail_depth > 0;
+        let pending = self.has_last() || self.detail_depth > 0;
         if pending && r.detail_line.is_match(&s) && record_start(&s).is_none() {
             let (t, _) = self.extract(o, &s, line_no, out, true);
             return self.detail(&t);
@@ -399,14 +420,14 @@ impl Legacy {
         let c0 = s.as_bytes().first().copied();
         if c0 == Some(b' ') || c0 == Some(b'\t') {
             let st = lstrip(&s);
-            if (st.starts_with('[') || self.detail_depth > 0) && (self.last.is_some() || self.detail_depth > 0) {
+            if (st.starts_with('[') || self.detail_depth > 0) && (self.has_last() || self.detail_depth > 0) {
                 return self.detail(&s);
             }
             if self.detail_depth == 0 && r.class_histo.is_match(&s) {
                 return IGNORED;
             }
         }
-        if c0 == Some(b'[') && self.last.is_some() && !top_start(&s) {
+        if c0 == Some(b'[') && self.has_last() && !top_start(&s) {
             return self.detail(&s); // JDK 6 G1 details at column 0
         }
         let (s2, changed) = self.extract(o, &s, line_no, out, false);
@@ -421,7 +442,7 @@ impl Legacy {
             return self.cont(o, s2, line_no, out, true);
         }
         let ls = lstrip(&s2);
-        if (ls.starts_with("[Times:") || ls.starts_with("[Eden:") || ls.starts_with("[Metaspace:")) && self.last.is_some() {
+        if (ls.starts_with("[Times:") || ls.starts_with("[Eden:") || ls.starts_with("[Metaspace:")) && self.has_last() {
             return self.detail(&s2);
         }
         if r.stats_start.is_match(&s2) {
@@ -438,7 +459,7 @@ impl Legacy {
     /// `_detail`: a detail line of the pending event.
     pub fn detail(&mut self, s: &str) -> u8 {
         let r = res();
-        if let Some(ev) = &mut self.last {
+        if let Some(ev) = self.last_mut() {
             if s.contains("Eden:") {
                 if let Some(dm) = r.g1_detail.captures(s) {
                     g1_detail(ev, &dm);
@@ -467,173 +488,7 @@ impl Legacy {
         EVENT
     }
 
-    // -- fast paths --------------------------------------------------------------------------
-
-    fn label_ok(&mut self, label: &str) -> bool {
-        if let Some(ok) = self.detail_labels.get(label) {
-            return *ok;
-        }
-        let text = format!(" {label}");
-        let ok = !DETAIL_MARKERS.iter().any(|m| text.contains(m));
-        if self.detail_labels.len() < 1024 {
-            self.detail_labels.insert(label.to_string(), ok);
-        }
-        ok
-    }
-
-    fn set_times(ev: &mut Event, fm: &Captures) {
-        if ev.user_s.is_none() {
-            ev.user_s = parse_f64(&fm[1]);
-            ev.sys_s = parse_f64(&fm[2]);
-            ev.real_s = parse_f64(&fm[3]);
-        }
-    }
-
-    /// The shortcuts of LegacyHandler.handle for the commonest lines (same results).
-    fn fast_paths(&mut self, o: &mut Owner, line: &str, line_no: u64, out: &mut Vec<Event>) -> Option<u8> {
-        let r = res();
-        let c0 = line.as_bytes().first().copied();
-        if c0 == Some(b' ') || c0 == Some(b'\t') {
-            if self.last.is_some() || self.detail_depth > 0 {
-                if let Some(fm) = r.fast_detail.captures(line) {
-                    if self.label_ok(&fm[1]) {
-                        return Some(EVENT);
-                    }
-                } else if let Some(fm) = r.fast_times.captures(line) {
-                    if let Some(ev) = &mut self.last {
-                        Self::set_times(ev, &fm);
-                    }
-                    return Some(EVENT);
-                } else if let Some(fm) = r.fast_eden.captures(line) {
-                    if let Some(ev) = &mut self.last {
-                        g1_detail(ev, &fm);
-                    }
-                    return Some(EVENT);
-                }
-            }
-        } else if c0 == Some(b'[') && self.last.is_some() {
-            if let Some(fm) = r.fast_detail.captures(line) {
-                if self.label_ok(&fm[1]) && !top_start(line) {
-                    return Some(EVENT);
-                }
-            } else if line.starts_with("[Times: ") {
-                if let Some(fm) = r.fast_times.captures(line) {
-                    Self::set_times(self.last.as_mut().unwrap(), &fm);
-                    return Some(EVENT);
-                }
-            } else if line.starts_with("[Eden: ") {
-                if let Some(fm) = r.fast_eden.captures(line) {
-                    g1_detail(self.last.as_mut().unwrap(), &fm);
-                    return Some(EVENT);
-                }
-            }
-        }
-        if first_is_digit(line) || line.starts_with("[GC") {
-            if let Some(fm) = scan_young(line) {
-                if let Some(ev) = self.fast_young(o, &fm, line, line_no, true) {
-                    self.flush(out);
-                    self.last = Some(ev);
-                    return Some(EVENT);
-                }
-            } else if line.contains("Total time for which") {
-                if let Some(fm) = r.fast_stopped.captures(line) {
-                    return Some(self.fast_stopped(o, &fm, line_no, out));
-                }
-            }
-        }
-        None
-    }
-
-    fn fast_cause(&mut self, q: &str) -> Option<(String, Vec<&'static str>)> {
-        if let Some(info) = self.fast_causes.get(q) {
-            return info.clone();
-        }
-        let ql = strip(q);
-        let text = format!(" ({q}) ");
-        let info = if ql.is_empty()
-            || G1_TYPES.contains(&ql)
-            || ql.ends_with(['K', 'M', 'G', 'B'])
-            || ql == "CMS Initial Mark"
-            || DETAIL_MARKERS.iter().any(|m| text.contains(m))
-            || ["concurrent mode failure", "concurrent mode interrupted", "promotion failed"].iter().any(|m| text.contains(m))
-        {
-            None
-        } else {
-            let mut flags = Vec::new();
-            if ql == "System.gc()" || ql == "System" {
-                flags.push("system-gc");
-            }
-            if ql.contains("Humongous") {
-                flags.push("humongous");
-            }
-            Some((ql.to_string(), flags))
-        };
-        if self.fast_causes.len() < 256 {
-            self.fast_causes.insert(q.to_string(), info.clone());
-        }
-        info
-    }
-
-    /// `_fast_young`: a complete one-line young collection (or None: general path).
-    pub fn fast_young(&mut self, o: &mut Owner, fm: &Young, line: &str, line_no: u64, track: bool) -> Option<Event> {
-        let (mut cause, mut flags) = (None, Vec::new());
-        if let Some(q) = fm.cause {
-            let (c, f) = self.fast_cause(q)?;
-            cause = Some(c);
-            flags = f;
-        }
-        // at most 15 digits: always an i64
-        let int = |t: &str| Some(Kb::Small(crate::fastnum::small_int(t.as_bytes()).or_else(|| t.parse().ok())?));
-        let pause = parse_f64(fm.t).unwrap_or(f64::NAN) * 1000.0;
-        let coll = o.set_collector_legacy(gen_collector(fm.gen));
-        let mut ev = Event::new("young", coll, line_no);
-        ev.cause = cause.map(Into::into);
-        ev.pause_ms = Some(pause);
-        ev.duration_ms = Some(pause);
-        ev.heap = [int(fm.hb), int(fm.ha), int(fm.hc)];
-        ev.young = [int(fm.yb), int(fm.ya), int(fm.yc)];
-        ev.flags = flags;
-        ev.phase = Some("GC".into());
-        if let Some(g) = fm.gcid {
-            ev.gc_id = PyInt::parse(g);
-        }
-        let (date, up) = (fm.date, fm.up);
-        if (up.is_some() || date.is_some()) && track {
-            self.track_prefix(date, up);
-        }
-        stamp(&mut ev, date, up);
-        if let Some((u, s, r)) = fm.times {
-            ev.user_s = parse_f64(u);
-            ev.sys_s = parse_f64(s);
-            ev.real_s = parse_f64(r);
-        }
-        if o.keep_raw {
-            ev.raw = Some(rstrip_nl(line).into());
-        }
-        Some(ev)
-    }
-
-    /// `_fast_stopped`: a whole PrintGCApplicationStoppedTime line.
-    fn fast_stopped(&mut self, o: &mut Owner, fm: &Captures, line_no: u64, out: &mut Vec<Event>) -> u8 {
-        let (date, up) = (fm.name("date").map(|m| m.as_str()), fm.name("up").map(|m| m.as_str()));
-        if date.is_some() || up.is_some() {
-            self.track_prefix(date, up);
-        }
-        let pause = parse_f64(&fm[5]).unwrap_or(f64::NAN) * 1000.0;
-        let mut ev = Event::new("safepoint", o.collector.clone(), line_no);
-        ev.pause_ms = Some(pause);
-        ev.duration_ms = Some(pause);
-        ev.ttsp_ms = fm.get(6).map(|m| parse_f64(m.as_str()).unwrap_or(f64::NAN) * 1000.0);
-        ev.phase = Some(STOPPED_PHASE.into());
-        stamp(&mut ev, date, up);
-        if o.keep_raw {
-            ev.raw = Some(fm["body"].into());
-        }
-        self.emit_side(ev, out, false);
-        EVENT
-    }
-
-    pub fn finish(&mut self, o: &mut Owner, out: &mut Vec<Event>) {
+    pub fn finish(&mut self, o: &mut Owner, out: &mut Out) {
         if let Some(rec) = self.rec.take() {
             self.abandon(o, rec);
         }

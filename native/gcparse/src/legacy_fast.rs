@@ -8,7 +8,7 @@
 //! backtracking gives the regex's answer; tests/fast_young.rs checks it against the regex.
 
 /// The named groups of a match.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Young<'a> {
     pub date: Option<&'a str>,
     pub up: Option<&'a str>,
@@ -24,7 +24,14 @@ pub struct Young<'a> {
     pub t: &'a str,
     /// user, sys, real of the `[Times: ...]` suffix
     pub times: Option<(&'a str, &'a str, &'a str)>,
+    /// the values of hb, ha, hc, yb, ya, yc (read as they are scanned)
+    pub kb: [i64; 6],
+    /// the values of up, t, and of the times, read as they are scanned when that is exact
+    /// (`fastnum::Dec`); None: absent, or to be parsed from the text
+    pub vals: [Option<f64>; 5],
 }
+
+use crate::fastnum::ratio;
 
 struct Cur<'a> {
     s: &'a str,
@@ -67,25 +74,49 @@ impl<'a> Cur<'a> {
         }
         ok
     }
-    /// `\d+<sep>\d+` (sep one of `seps`), as text
+    /// `\d*`, the digits appended to `m` (wrapping: exact for up to 19 digits in all)
     #[inline(always)]
-    fn decimal(&mut self, seps: &[u8]) -> Option<&'a str> {
+    fn digits_into(&mut self, m: &mut u64) -> usize {
+        let (b, start) = (self.b, self.i);
+        let (mut i, mut v) = (start, *m);
+        while i < b.len() {
+            let d = b[i].wrapping_sub(b'0');
+            if d >= 10 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(d as u64);
+            i += 1;
+        }
+        (self.i, *m) = (i, v);
+        i - start
+    }
+    /// `\d+<sep>\d+` (sep one of `seps`): its text, and its value when `fastnum::ratio` of
+    /// the digits read is exact
+    #[inline(always)]
+    fn decimal(&mut self, seps: &[u8]) -> Option<(&'a str, Option<f64>)> {
         let start = self.i;
-        if self.digits() == 0 || !self.peek().map_or(false, |c| seps.contains(&c)) {
+        let mut m = 0;
+        let n = self.digits_into(&mut m);
+        if n == 0 || !self.peek().map_or(false, |c| seps.contains(&c)) {
             return None;
         }
         self.i += 1;
-        (self.digits() > 0).then(|| &self.s[start..self.i])
+        let k = self.digits_into(&mut m);
+        if k == 0 {
+            return None;
+        }
+        Some((&self.s[start..self.i], if n + k <= 19 { ratio(m, k) } else { None }))
     }
-    /// `(?P<x>\d{1,15})K`
+    /// `(?P<x>\d{1,15})K`: the text and its value (at most 15 digits: always an i64)
     #[inline(always)]
-    fn kb(&mut self) -> Option<&'a str> {
+    fn kb(&mut self) -> Option<(&'a str, i64)> {
         let start = self.i;
-        let n = self.digits();
+        let mut v = 0;
+        let n = self.digits_into(&mut v);
         if !(1..=15).contains(&n) || !self.lit("K") {
             return None;
         }
-        Some(&self.s[start..start + n])
+        Some((&self.s[start..start + n], v as i64))
     }
     /// `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.,]\d{3}[+-]\d{4}` (a prefix date stamp)
     fn date(&mut self) -> Option<&'a str> {
@@ -139,7 +170,8 @@ pub fn scan_young(line: &str) -> Option<Young<'_>> {
     }
     // (?:(?P<up>\d+[.,]\d+):\s*)?
     if c.peek().map_or(false, |b| b.is_ascii_digit()) {
-        y.up = Some(c.decimal(b".,")?);
+        let (up, v) = c.decimal(b".,")?;
+        (y.up, y.vals[0]) = (Some(up), v);
         if !c.lit(":") {
             return None;
         }
@@ -174,13 +206,14 @@ pub fn scan_young(line: &str) -> Option<Young<'_>> {
     if c.b[c.i..].starts_with(b" [") {
         c.i += 2;
         let times = (c.lit("Times: user="), c.decimal(b"."));
-        let (true, Some(u)) = times else { return None };
-        let s = if c.lit(" sys=") { c.decimal(b".")? } else { return None };
-        let r = if c.lit(", real=") { c.decimal(b".")? } else { return None };
+        let (true, Some((u, uv))) = times else { return None };
+        let (s, sv) = if c.lit(" sys=") { c.decimal(b".")? } else { return None };
+        let (r, rv) = if c.lit(", real=") { c.decimal(b".")? } else { return None };
         if !c.lit(" secs]") {
             return None;
         }
         y.times = Some((u, s, r));
+        y.vals[2..].copy_from_slice(&[uv, sv, rv]);
     }
     // [ \t]*[\r\n]*\Z
     c.run(|b| b == b' ' || b == b'\t');
@@ -221,23 +254,23 @@ fn scan_sizes<'a>(c: &mut Cur<'a>, y: &mut Young<'a>) -> Option<()> {
     y.gen = &c.s[start..c.i];
     let lit = |c: &mut Cur<'a>, l: &str| c.lit(l).then_some(());
     lit(c, ": ")?;
-    y.yb = c.kb()?;
+    (y.yb, y.kb[3]) = c.kb()?;
     lit(c, "->")?;
-    y.ya = c.kb()?;
+    (y.ya, y.kb[4]) = c.kb()?;
     lit(c, "(")?;
-    y.yc = c.kb()?;
+    (y.yc, y.kb[5]) = c.kb()?;
     lit(c, ")")?;
     if c.lit(", ") {
         c.decimal(b".")?;
         lit(c, " secs")?;
     }
     lit(c, "] ")?;
-    y.hb = c.kb()?;
+    (y.hb, y.kb[0]) = c.kb()?;
     lit(c, "->")?;
-    y.ha = c.kb()?;
+    (y.ha, y.kb[1]) = c.kb()?;
     lit(c, "(")?;
-    y.hc = c.kb()?;
+    (y.hc, y.kb[2]) = c.kb()?;
     lit(c, "), ")?;
-    y.t = c.decimal(b".")?;
+    (y.t, y.vals[1]) = c.decimal(b".")?;
     lit(c, " secs]")
 }

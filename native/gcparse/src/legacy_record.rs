@@ -1,6 +1,7 @@
 //! Legacy records: bracket balancing over lines (`_continue`), abandoning truncated ones,
 //! and parsing a complete record (`_parse_record`).
 
+use crate::out::Out;
 use crate::core::{Owner, DEFERRED, EVENT, UNKNOWN};
 use crate::event::Event;
 use crate::legacy::{gen_collector, kb, stamp, Legacy, RecLine, Record};
@@ -20,7 +21,7 @@ const G1_TYPES: [&str; 6] = ["young", "mixed", "partial", "initial-mark", "to-sp
 
 impl Legacy {
     /// `_continue`: add a line to the open record; parse it when its brackets balance.
-    pub fn cont(&mut self, o: &mut Owner, s: String, line_no: u64, out: &mut Vec<Event>, extracted: bool) -> u8 {
+    pub fn cont(&mut self, o: &mut Owner, s: String, line_no: u64, out: &mut Out, extracted: bool) -> u8 {
         let r = res();
         let mut s = s;
         if !extracted {
@@ -86,8 +87,8 @@ impl Legacy {
         if rec.pieces.len() > 1 && text.ends_with(']') {
             // a young collection split over lines reads like a one-line one once joined
             if let Some(fm) = crate::legacy_fast::scan_young(&text) {
-                if let Some(ev) = self.fast_young(o, &fm, &rec.raw, rec.first_line, false) {
-                    parsed = Parsed::Event(ev);
+                if let Some(row) = self.fast_young(o, &fm, &rec.raw, rec.first_line, false) {
+                    parsed = Parsed::Event(row.into_event());
                 }
             }
         }

@@ -11,6 +11,8 @@ pub mod legacy;
 pub mod legacy_fast;
 pub mod legacy_record;
 pub mod legacy_res;
+pub mod legacy_shortcuts;
+pub mod out;
 pub mod pyfns;
 pub mod pyuni;
 pub mod rx;
@@ -20,6 +22,7 @@ pub mod unified;
 pub mod unified_gc;
 pub mod unified_scan;
 pub mod vocab;
+pub mod young;
 
 #[cfg(feature = "python")]
 mod py;

@@ -87,12 +87,6 @@ impl PyParser {
         }
     }
 
-    fn columns(&self, py: Python, evs: &[Event]) -> PyResult<PyObject> {
-        let mut c = crate::columns::Columns::default();
-        py.allow_threads(|| evs.iter().for_each(|e| c.push(e)));
-        crate::py_columns::to_py(py, &c, self)
-    }
-
     fn int(&self, py: Python, v: &PyInt) -> PyResult<PyObject> {
         Ok(match v {
             PyInt::Small(x) => x.into_py(py),
@@ -282,9 +276,9 @@ impl PyParser {
 
     /// `finish`, events as columns.
     fn finish_columns(&mut self, py: Python) -> PyResult<PyObject> {
-        let mut out = Vec::new();
-        self.p.finish(&mut out);
-        self.columns(py, &out)
+        let mut c = crate::columns::Columns::default();
+        self.p.finish(&mut c);
+        crate::py_columns::to_py(py, &c, self)
     }
 
     /// As feed_bytes_columns, but the columns are kept in the parser and grow over calls
@@ -303,9 +297,7 @@ impl PyParser {
     fn take_columns(&mut self, py: Python, finish: bool) -> PyResult<PyObject> {
         let mut c = std::mem::take(&mut self.collected);
         if finish {
-            let mut out = Vec::new();
-            self.p.finish(&mut out);
-            out.iter().for_each(|e| c.push(e));
+            self.p.finish(&mut c);
         }
         crate::py_columns::to_py(py, &c, self)
     }

@@ -9,11 +9,17 @@ use crate::sstr::SStr;
 /// microseconds since the epoch, UTC.
 pub type DateHook = Box<dyn Fn(&str) -> Option<i64> + Send>;
 
+#[inline(always)]
 fn digits(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || !b.iter().all(|c| c.is_ascii_digit()) {
-        return None;
+    let mut v = 0i64;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as i64;
     }
-    Some(b.iter().fold(0i64, |a, c| a * 10 + (c - b'0') as i64))
+    (!b.is_empty()).then_some(v)
 }
 
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -36,7 +42,8 @@ fn month_days(y: i64, m: i64) -> i64 {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.f{1,9}][Z|+HH:MM|+HHMM]` (after ',' -> '.'), the shape JVMs write;
-/// None for anything else (the caller then asks CPython).
+/// None for anything else (the caller then asks CPython).  ',' is read as '.' where '.' may
+/// stand (the fraction) and refused where neither may: the text need not be rewritten first.
 pub fn iso_strict(text: &str) -> Option<i64> {
     let b = text.as_bytes();
     if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
@@ -93,8 +100,7 @@ pub fn iso_strict(text: &str) -> Option<i64> {
 
 /// _common.parse_datestamp as a Wall: the common shape here, others left to CPython.
 pub fn wall_of_date(text: &str) -> Wall {
-    let t = if text.contains(',') { std::borrow::Cow::Owned(text.replace(',', ".")) } else { text.into() };
-    match iso_strict(&t) {
+    match iso_strict(text) {
         Some(us) => Wall::Micros(us),
         None => Wall::Iso(text.into()),
     }
@@ -102,8 +108,7 @@ pub fn wall_of_date(text: &str) -> Wall {
 
 /// Microseconds of a date stamp (for durations): strict shape here, else the hook.
 pub fn date_micros(text: &str, hook: Option<&DateHook>) -> Option<i64> {
-    let t = if text.contains(',') { std::borrow::Cow::Owned(text.replace(',', ".")) } else { text.into() };
-    iso_strict(&t).or_else(|| hook.and_then(|h| h(text)))
+    iso_strict(text).or_else(|| hook.and_then(|h| h(text)))
 }
 
 /// _common.epoch_ms_to_dt(ms) as a Wall.
@@ -168,4 +173,24 @@ pub fn elapsed_ms(a: Option<&Ts>, b: Option<&Ts>, hook: Option<&DateHook>) -> Op
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comma_is_read_as_the_point_it_replaces() {
+        let cases = [
+            "2012-10-19T18:28:46.210+0100", "2012-10-19T18:28:46,210+0100", "2012-10-19T18:28:46,210",
+            "2012,10-19T18:28:46.210+0100", "2012-10-19T18:28:46.210+01,00", "2012-10-19T18:28:46,",
+            "2012-10-19T18:28:46,2,1", "2012-10-19T18:28:46.210+01:00", "2024-02-29T23:59:59,999999999Z",
+            "2023-02-29T00:00:00.000+0000", "2012-10-19T18:28:46", "2012-10-19T18:28",
+        ];
+        for t in cases {
+            assert_eq!(iso_strict(t), iso_strict(&t.replace(',', ".")), "{t}");
+        }
+        assert_eq!(iso_strict("1970-01-02T00:00:00,5Z"), Some(86_400_500_000));
+        assert_eq!(iso_strict("2012-10-19T18:28:46.210+0100"), Some(1_350_667_726_210_000));
+    }
 }

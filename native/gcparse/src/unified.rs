@@ -1,6 +1,7 @@
 //! JDK 9+ unified logging handler (`_unified.UnifiedHandler`): decorators, lines without a
 //! GC id, per-id state.  GC(n) lines are in unified_gc.rs.
 
+use crate::out::Out;
 use crate::core::{Owner, EVENT, IGNORED, UNKNOWN};
 use crate::event::Event;
 use crate::layout::{detect_layout, Layout, Locs};
@@ -197,8 +198,8 @@ impl Default for Unified {
 }
 
 impl Unified {
-    pub fn flush_ready(&mut self, out: &mut Vec<Event>) {
-        out.append(&mut self.ready);
+    pub fn flush_ready(&mut self, out: &mut Out) {
+        self.ready.drain(..).for_each(|e| out.push(e));
     }
 
     /// `_new_event`: collector from the hint, time stamp, raw line.
@@ -228,7 +229,7 @@ impl Unified {
     // -- main entry --------------------------------------------------------------------------
 
     /// `handle`: EVENT/IGNORED/UNKNOWN, or 0 if the line is not unified.
-    pub fn handle(&mut self, o: &mut Owner, line: &str, line_no: u64, out: &mut Vec<Event>) -> u8 {
+    pub fn handle(&mut self, o: &mut Owner, line: &str, line_no: u64, out: &mut Out) -> u8 {
         let lb = line.as_bytes();
         if lb.first() == Some(&b'[') && !line[1..].starts_with("GC") && !line[1..].starts_with("Full") {
             let mut matched = false;
@@ -278,7 +279,7 @@ impl Unified {
 
     fn decorated_line(
         &mut self, o: &mut Owner, line: &str, msg: &str, locs: &Locs, layout: &Arc<Layout>,
-        line_no: u64, out: &mut Vec<Event>,
+        line_no: u64, out: &mut Out,
     ) -> u8 {
         // remember the line for span() (its time stamp is converted only when asked)
         self.last_line.clear();
@@ -315,7 +316,7 @@ impl Unified {
     }
 
     fn message(
-        &mut self, o: &mut Owner, line: &str, msg: &str, d: Option<&Deco>, line_no: u64, out: &mut Vec<Event>,
+        &mut self, o: &mut Owner, line: &str, msg: &str, d: Option<&Deco>, line_no: u64, out: &mut Out,
     ) -> u8 {
         if msg.starts_with("GC(") {
             self.exit_block = false;
@@ -373,7 +374,7 @@ impl Unified {
     // -- lines without GC id -----------------------------------------------------------------
 
     pub fn plain_line(
-        &mut self, o: &mut Owner, msg: &str, d: Option<&Deco>, line_no: u64, out: &mut Vec<Event>, raw: &str,
+        &mut self, o: &mut Owner, msg: &str, d: Option<&Deco>, line_no: u64, out: &mut Out, raw: &str,
     ) -> u8 {
         self.flush_ready(out);
         let r = plain_res();
@@ -553,7 +554,7 @@ impl Unified {
 
     // -- end of input ------------------------------------------------------------------------
 
-    pub fn finish(&mut self, o: &mut Owner, out: &mut Vec<Event>) {
+    pub fn finish(&mut self, o: &mut Owner, out: &mut Out) {
         if let Some(id) = self.shen_open.clone() {
             self.close_shenandoah(o, &id);
         }

@@ -1,6 +1,7 @@
 //! Unified `GC(n)` lines: pauses, concurrent phases, ZGC and Shenandoah cycles
 //! (`UnifiedHandler._gc_line` and what it calls).
 
+use crate::out::Out;
 use crate::core::{Owner, EVENT, UNKNOWN};
 use crate::event::Event;
 use crate::pyfns::{is_alpha, num, rstrip, size_kb, slug, strip, Kb, PyInt};
@@ -152,7 +153,7 @@ fn with_gen(gen: Option<char>, phase: &str) -> String {
 
 impl Unified {
     pub fn gc_line(
-        &mut self, o: &mut Owner, gc_id: PyInt, rest: &str, d: Option<&Deco>, line_no: u64, out: &mut Vec<Event>,
+        &mut self, o: &mut Owner, gc_id: PyInt, rest: &str, d: Option<&Deco>, line_no: u64, out: &mut Out,
         raw: &str,
     ) -> u8 {
         if rest.is_empty() || rest.starts_with(' ') {
@@ -331,7 +332,7 @@ impl Unified {
 
     fn pause(
         &mut self, o: &mut Owner, gc_id: PyInt, rest: &str, gen: Option<char>, d: Option<&Deco>, line_no: u64,
-        out: &mut Vec<Event>, raw: &str,
+        out: &mut Out, raw: &str,
     ) -> u8 {
         let r = res();
         let em = if ends_with_s(rest) { end_of(rest, "Pause ", &r.pause_end) } else { None };
@@ -520,7 +521,7 @@ impl Unified {
 
     fn concurrent(
         &mut self, o: &mut Owner, gc_id: PyInt, rest: &str, gen: Option<char>, d: Option<&Deco>, line_no: u64,
-        out: &mut Vec<Event>, raw: &str,
+        out: &mut Out, raw: &str,
     ) -> u8 {
         let r = res();
         let em = if ends_with_s(rest) { end_of(rest, "Concurrent ", &r.conc_end) } else { None };
@@ -698,7 +699,7 @@ impl Unified {
     // -- ZGC cycles --------------------------------------------------------------------------
 
     fn zcycle(
-        &mut self, o: &mut Owner, gc_id: PyInt, rest: &str, d: Option<&Deco>, line_no: u64, out: &mut Vec<Event>,
+        &mut self, o: &mut Owner, gc_id: PyInt, rest: &str, d: Option<&Deco>, line_no: u64, out: &mut Out,
         raw: &str,
     ) -> u8 {
         let ts = d.map(|d| d.ts());

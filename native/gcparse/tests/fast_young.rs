@@ -2,6 +2,7 @@
 //! (vocab::FAST_YOUNG): every line of the legacy corpus, plus proptest mutations of them.
 mod common;
 
+use brokerscope_gcparse::fastnum::dec_f64;
 use brokerscope_gcparse::legacy_fast::{scan_young, Young};
 use brokerscope_gcparse::legacy_res::res;
 use proptest::prelude::*;
@@ -23,6 +24,8 @@ fn by_regex(line: &str) -> Option<Young<'_>> {
         hc: g("hc").unwrap(),
         t: g("t").unwrap(),
         times: g("tu").map(|u| (u, g("ts").unwrap(), g("tr").unwrap())),
+        kb: ["hb", "ha", "hc", "yb", "ya", "yc"].map(|n| g(n).unwrap().parse().unwrap()),
+        vals: ["up", "t", "tu", "ts", "tr"].map(|n| g(n).and_then(|t| dec_f64(t.replace(',', ".").as_bytes()))),
     })
 }
 
