@@ -341,6 +341,22 @@ def test_native_roundtrip(spark, lh):  # noqa: F811
     assert normalized("broker_state", nl.read("broker_state").toArrow()).equals(normalized("broker_state", table_of("broker_state", rows)))
 
 
+@pytest.mark.parametrize("mode", ["native", "bridge"])
+def test_a_write_of_no_rows_over_no_rows_still_records_its_commit_info(spark, lh, mode):  # noqa: F811
+    """delta-spark commits nothing when no file is added or removed; the job's watermark must still
+    land in the table's latest commit, or every later run of the job recomputes in full."""
+    if mode == "native" and not delta_native_available(spark):
+        pytest.skip("delta_native_available(spark) is False: delta-spark's JVM classes are not on the classpath")
+    sl = SparkLakehouse(spark, lh, mode=mode)
+    empty = spark.createDataFrame(table_of("ha_group_checks", []))
+    for run in ("1", "2"):
+        sl.write("ha_group_checks", empty, commit_info={"brokerscope.watermark": run})
+        last = lh.history("ha_group_checks")[0]
+        recorded = json.loads(last["userMetadata"]) if mode == "native" else last
+        assert recorded["brokerscope.watermark"] == run
+    assert lh.count("ha_group_checks") == 0
+
+
 def delta_jobs_in_group(spark, group: str) -> list[str]:  # noqa: F811
     """Descriptions of delta-spark's own jobs ("Delta: Filtering files for query", "Delta: Compute
     snapshot …") among the jobs of a job group, from Spark's status store."""
