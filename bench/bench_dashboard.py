@@ -31,7 +31,8 @@ per-minute rollup broker_minutes (built by its Spark job, analysis/minutes.py, o
 broker_state) and from silver broker_state (a second lakehouse root that links every table but
 broker_minutes: the dashboard's fallback path). --cold rounds, the two variants in alternating
 order; each measure on a server started for it (nothing cached in the process; the OS page cache is
-not dropped):
+not dropped; the browser has the page's bundles cached, from a fresh server on the same port that
+served a page reading no table):
 
   cold page load   /incident/ID typed as the first request of a fresh server, until drawn
   cold in-app link the overview first (not timed), then the click, until drawn
@@ -260,13 +261,27 @@ def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str
     from dashboards.app import route  # the page's server side, as the browser's request runs it
 
     out: dict[str, list[float]] = {}
+    ports: dict[str, int] = {}
+
+    def fresh(label: str) -> DashboardServer:
+        """A new server (nothing cached) on the variant's own port: the browser has its bundles cached,
+        as for a person who used the dashboard before (the first run's cold measure)."""
+        srv = DashboardServer(create_app(D.Gold(variants[label])), "127.0.0.1", ports.get(label, 0))
+        ports[label] = srv.port
+        return srv
+
+    for label in variants:  # the page and its bundles into the browser's cache (a page that reads no table)
+        with fresh(label) as srv:
+            d.get(f"{srv.url}/browser-warm-up")
+            d.execute_async_script("const done = arguments[arguments.length - 1]; "
+                                   "(function p(){document.querySelector('#page-message') ? done(1) : setTimeout(p, 20);})();")
     for k in range(rounds):
         for label in (list(variants) if k % 2 == 0 else list(reversed(variants))):
             lh = variants[label]
             page, link, server = (f"{what}, {label}" for what in COLD_MEASURES)
-            with DashboardServer(create_app(D.Gold(lh)), "127.0.0.1", 0) as srv:
+            with fresh(label) as srv:
                 out.setdefault(page, []).append(first_paint(d, f"{srv.url}/incident/{LONG}"))
-            with DashboardServer(create_app(D.Gold(lh)), "127.0.0.1", 0) as srv:
+            with fresh(label) as srv:
                 wait_overview(d, srv.url + "/")
                 out.setdefault(link, []).append(d.execute_async_script(NAVIGATE_AND_WAIT, title) / 1000.0)
             t = time.perf_counter()
@@ -275,7 +290,7 @@ def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str
     return out
 
 
-COLD_MEASURES = ("cold page load, 7-day incident", "cold in-app link, 7-day incident", "server build (no browser)")
+COLD_MEASURES = ("cold page load, long incident", "cold in-app link, long incident", "server build (no browser)")
 
 
 def cold_summary(label: str, xs: list[float], target: float | None) -> str:
