@@ -96,13 +96,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis import runs as runs_module
 from analysis.runs import (contract_frame, count_between, fmt_ts, latest_of, numbers, observed_certainty,
                            other_state_words, run_bounds, seconds, stable_id, true_runs, unobserved_note, utc_ns)
-from analysis.mirror_lag import MIRROR_FLOW, MIRROR_STATUS_ADVICE, mirror_observations
-from analysis.silver import SILVER_JOB
-from analysis.watermark import Watermark, fingerprint, read_watermark
-from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
+from analysis.mirror_lag import MIRROR_FLOW, MIRROR_STATUS_ADVICE
+from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG
 
 SERIES_KEY = ["instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"]
 LAG_FLOWS = ("replicator", "mirrormaker2", "mirrormaker2-checkpoint", "consumer")
@@ -113,11 +110,15 @@ OK, WARN, STOP, STALL, REWIND = "OK", "WARN", "STOP", "STALL", "REWIND"
 # --- lag in time --------------------------------------------------------------------------------
 
 
-def derived_positions(ts_s: np.ndarray, throughput: np.ndarray) -> np.ndarray:
+def derived_positions(ts_s: np.ndarray, throughput: np.ndarray, before: tuple[float, float] | None = None) -> np.ndarray:
     """Replicated position from a rate reported at each observation (the rate over the interval
-    that ends there): Σ rate_i × (t_i − t_(i−1)), 0 at the first observation."""
-    dt = np.diff(ts_s, prepend=ts_s[:1])
-    return np.cumsum(np.nan_to_num(throughput) * dt)
+    that ends there): Σ rate_i × (t_i − t_(i−1)), 0 at the first observation. `before`: (time,
+    position) of the observation before `ts_s[0]` — the sum goes on from it, term by term in the
+    same order, so the values are those of one sum over all observations, to the last bit."""
+    if before is None:
+        return np.cumsum(np.nan_to_num(throughput) * np.diff(ts_s, prepend=ts_s[:1]))
+    terms = np.nan_to_num(throughput) * np.diff(ts_s, prepend=before[0])
+    return np.cumsum(np.concatenate(([before[1]], terms)))[1:]
 
 
 class LookupTable:
@@ -167,9 +168,10 @@ def time_behind(table: LookupTable, position: float, now: float, max_extrapolati
 
 
 def lag_seconds(ts_s: np.ndarray, log_end: np.ndarray, position: np.ndarray, *, max_points: int,
-                max_extrapolation: float) -> tuple[np.ndarray, np.ndarray]:
-    """lag_s and method at each observation of one series (sorted by time)."""
-    table = LookupTable(max_points)
+                max_extrapolation: float, table: LookupTable | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """lag_s and method at each observation of one series (sorted by time); `table`: the points
+    recorded before them (it goes on with these)."""
+    table = LookupTable(max_points) if table is None else table
     out_s, out_m = np.full(len(ts_s), np.nan), np.empty(len(ts_s), dtype=object)
     for i, (t, p, o) in enumerate(zip(ts_s, log_end, position)):
         table.add(t, p)
@@ -258,27 +260,61 @@ class LagParams:
     scrape_interval_s: float = 0.0  # the collector's tick: a Kafka-protocol round (analysis.readiness)
 
 
+class NotExact(Exception):
+    """An incremental step cannot give the full run's rows (analysis/lag_increment.py): recompute in full."""
+
+
+def _basis(has_commit: bool, all_measured: bool, all_throughput: bool) -> str:
+    if has_commit and all_measured:
+        return "log-offsets"
+    if has_commit and all_throughput:
+        return "derived-offsets"
+    return "lag-only" if has_commit else "none"
+
+
 def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, rules: LagRules) -> pd.DataFrame:
     """replication_lag rows of ONE topic-partition series: its observations (any order) evaluated at
     every scrape of its instance (sorted `scrapes_ns`, `answered` or not) from its first observation
     until it expires. An unanswered scrape shows nothing new: it is judged as of the last answered
     one (a missed scrape never makes a STOP)."""
+    return series_lag_carried(obs, scrapes_ns, answered, rules)[0]
+
+
+def series_lag_carried(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, rules: LagRules,
+                       carry: dict | None = None) -> tuple[pd.DataFrame, dict | None]:
+    """`series_lag`, and what a later run needs to go on from where this one stops (`carry`, JSON-able:
+    analysis/lag_increment.py). With `carry` (None: from the series' first observation), `obs` and
+    `scrapes_ns` are the ones after it — all later than every tick it covered — and the rows are
+    those a run over everything gives at the new ticks, to the last bit; NotExact where they are not
+    (the new observations change the basis of the stored rows)."""
     obs = obs.sort_values("ts", kind="stable").reset_index(drop=True)
     ts_ns = utc_ns(obs["ts"])
     ts_s = ts_ns.astype("int64") / 1e9
     lag, throughput, latency = numbers(obs["lag_messages"]), numbers(obs["throughput_per_s"]), numbers(obs["latency_ms"])
     commit = ~np.isnan(lag)
     measured = numbers(obs["position"]) if "position" in obs else np.full(len(obs), np.nan)
-    if commit.any() and not np.isnan(measured[commit]).any():
-        basis, position = "log-offsets", np.where(commit, measured, np.nan)
-    elif commit.any() and not np.isnan(throughput[commit]).any():
-        basis, position = "derived-offsets", np.where(commit, derived_positions(ts_s, throughput), np.nan)
+    c = carry or {"n_commits": 0, "all_measured": True, "all_throughput": True, "table_t": [], "table_p": [],
+                  "window": [[], [], [], []], "now_s": -math.inf, "last_lag": math.nan, "position": math.nan}
+    has_commit = bool(c["n_commits"]) or bool(commit.any())
+    all_measured = c["all_measured"] and not np.isnan(measured[commit]).any()
+    all_throughput = c["all_throughput"] and not np.isnan(throughput[commit]).any()
+    basis = _basis(has_commit, all_measured, all_throughput)
+    if carry is not None and basis != carry["basis"]:
+        raise NotExact(f"the basis of {carry['key']} changes from {carry['basis']} to {basis}")
+    before = None if carry is None else (carry["last_obs_ns"] / 1e9, carry["position"])
+    derived = derived_positions(ts_s, throughput, before) if len(obs) else np.zeros(0)
+    if basis == "log-offsets":
+        position = np.where(commit, measured, np.nan)
+    elif basis == "derived-offsets":
+        position = np.where(commit, derived, np.nan)
     else:
-        basis, position = ("lag-only" if commit.any() else "none"), np.full(len(obs), np.nan)
+        position = np.full(len(obs), np.nan)
     log_end = position + lag
+    table = LookupTable(rules.lookup_points)
+    table.t, table.p = list(c["table_t"]), list(c["table_p"])
     if basis in ("derived-offsets", "log-offsets"):
         lag_s, method = lag_seconds(ts_s, log_end, position, max_points=rules.lookup_points,
-                                    max_extrapolation=rules.max_extrapolation)
+                                    max_extrapolation=rules.max_extrapolation, table=table)
     elif basis == "lag-only":
         lag_s, method = np.full(len(obs), np.nan), np.full(len(obs), "no-positions", dtype=object)
     else:
@@ -294,30 +330,41 @@ def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, 
         lag_s = np.where(higher, reported, lag_s)
         method = np.where(higher, "reported-latency", method).astype(object)
 
-    alive = (scrapes_ns >= ts_ns[0]) & (scrapes_ns <= ts_ns[-1] + np.timedelta64(EXPIRE_S, "s"))
+    first_ns = ts_ns[0] if carry is None else np.datetime64(carry["first_ns"], "ns")
+    last_ns = ts_ns[-1] if len(obs) else np.datetime64(carry["last_obs_ns"], "ns")
+    alive = (scrapes_ns >= first_ns) & (scrapes_ns <= last_ns + np.timedelta64(EXPIRE_S, "s"))
     ticks, first_of = np.unique(np.concatenate((ts_ns, scrapes_ns[alive])), return_index=True)
+    if not len(ticks):
+        return contract_frame([], REPLICATION_LAG), carry
     answered_tick = np.concatenate((np.ones(len(ts_ns), bool), answered[alive]))[first_of]
-    now_s = np.maximum.accumulate(np.where(answered_tick, ticks.astype("int64") / 1e9, -np.inf))
-    last_obs = np.searchsorted(ts_ns, ticks, side="right") - 1
-    observed = ts_ns[last_obs] == ticks
+    now_s = np.maximum.accumulate(np.concatenate(([c["now_s"]], np.where(answered_tick, ticks.astype("int64") / 1e9, -np.inf))))[1:]
+    last_obs = np.searchsorted(ts_ns, ticks, side="right") - 1  # −1: before the first new observation
+    observed = (last_obs >= 0) & (np.append(ts_ns, np.datetime64("NaT", "ns"))[last_obs] == ticks)
     commits = np.flatnonzero(commit)
-    last_commit = np.searchsorted(commits, last_obs, side="right") - 1  # −1: none yet
+    before_commits = c["n_commits"]
+    last_commit = before_commits + np.searchsorted(commits, last_obs, side="right") - 1  # −1: none yet
     in_window = np.minimum(last_commit + 1, rules.window)
 
     def at_tick(values: np.ndarray, missing=np.nan) -> np.ndarray:
-        return np.where(observed, values[last_obs], missing)
+        return np.where(observed, np.append(values, missing)[np.where(observed, last_obs, -1)], missing)
 
+    # the last `window` commits before these (Burrow's ring) and these: window rows end at the new ones
+    w_ts, w_pos, w_lag, w_end = (np.concatenate((np.asarray(old, dtype="float64"), new)) for old, new in
+                                 zip(c["window"], (ts_s[commits], position[commits], lag[commits], log_end[commits])))
+    last_in_window = last_commit - before_commits + len(c["window"][0])
     status = None
     if basis != "none":
-        status = burrow_statuses(ts_s[commits], position[commits], lag[commits], log_end[commits], now_s, last_commit,
+        status = burrow_statuses(w_ts, w_pos, w_lag, w_end, now_s, np.where(last_commit >= 0, last_in_window, -1),
                                  window=rules.window, min_complete=rules.min_complete, allowed_lag=rules.allowed_lag)
-    first = obs.iloc[0]
-    return pd.DataFrame({
-        **{k: first[k] for k in ("kind", "group_name", *SERIES_KEY)},
+    head = {k: (obs.iloc[0][k] if carry is None else carry[k]) for k in ("kind", "group_name")}
+    key = dict(zip(SERIES_KEY, carry["key"])) if carry is not None else {k: obs.iloc[0][k] for k in SERIES_KEY}
+    lags_known = np.concatenate(([c["last_lag"]] if before_commits else [], lag[commits], [np.nan]))
+    rows = pd.DataFrame({
+        **head, **key,
         "ts": ticks,
         "obs_date": pd.DatetimeIndex(ticks).strftime("%Y-%m-%d"),
         "observed": observed,
-        "lag_messages": np.append(lag[commits], np.nan)[last_commit],  # the last known; index −1 = none yet
+        "lag_messages": lags_known[np.where(last_commit >= 0, last_commit - before_commits + (1 if before_commits else 0), -1)],
         "position": at_tick(position),
         "log_end": at_tick(log_end),
         "lag_s": at_tick(lag_s),
@@ -328,16 +375,57 @@ def series_lag(obs: pd.DataFrame, scrapes_ns: np.ndarray, answered: np.ndarray, 
         "window_commits": in_window,
         "window_complete": in_window / rules.window,
     })
+    n_commits = before_commits + len(commits)
+    out = {
+        **head, "key": [None if pd.isna(key[k]) else (int(key[k]) if k == "partition" else key[k]) for k in SERIES_KEY],
+        "basis": basis, "first_ns": int(first_ns.astype("int64")), "last_obs_ns": int(last_ns.astype("int64")),
+        "last_tick_ns": int(ticks[-1].astype("int64")), "n_commits": int(n_commits),
+        "all_measured": bool(all_measured), "all_throughput": bool(all_throughput),
+        "position": float(derived[-1]) if len(obs) else c["position"],
+        "table_t": [float(x) for x in table.t], "table_p": [float(x) for x in table.p],
+        "window": [[float(x) for x in w[len(w) - min(len(w), rules.window):]] for w in (w_ts, w_pos, w_lag, w_end)],
+        "now_s": float(now_s[-1]), "last_lag": float(lag[commits][-1]) if len(commits) else c["last_lag"],
+    }
+    return rows, out
 
 
 def instance_lag(obs: pd.DataFrame, health: pd.DataFrame, *, rules: LagRules) -> pd.DataFrame:
     """replication_lag rows of ONE instance: each of its series evaluated at its scrapes."""
-    if obs.empty:
-        return contract_frame([], REPLICATION_LAG)
+    return instance_lag_carried(obs, health, rules=rules)[0]
+
+
+def series_key(values) -> tuple:
+    """A series' key (SERIES_KEY values) with None for null and the partition as int: how carries are looked up."""
+    return tuple(None if pd.isna(v) else (int(v) if k == "partition" else v) for k, v in zip(SERIES_KEY, values))
+
+
+def instance_lag_carried(obs: pd.DataFrame, health: pd.DataFrame, *, rules: LagRules, carries: dict[tuple, dict] | None = None,
+                         stored_until_ns: int | None = None) -> tuple[pd.DataFrame, dict[tuple, dict]]:
+    """`instance_lag`, and each series' carry (`series_lag_carried`). With `carries` (by `series_key`):
+    `obs` and `health` are what came after them (`stored_until_ns`: the instance's last stored row);
+    a carried series with neither new observations nor scrapes within its expiry gives no rows and
+    keeps its carry. NotExact where stored scrapes would come back to life: a series reported again
+    after it had expired (a full run evaluates it at the stored scrapes since expiry too)."""
+    carries = dict(carries or {})
+    if obs.empty and not carries:
+        return contract_frame([], REPLICATION_LAG), carries
     health = health.sort_values("ts", kind="stable")
-    scrapes, answered = utc_ns(health["ts"]), health["answered"].fillna(False).to_numpy(dtype=bool)
-    series = [series_lag(g, scrapes, answered, rules) for _, g in obs.groupby(SERIES_KEY, dropna=False, sort=False)]
-    return contract_frame(pd.concat(series, ignore_index=True), REPLICATION_LAG)
+    scrapes, answered = utc_ns(health["ts"]), health["answered"].eq(True).to_numpy(dtype=bool)
+    groups = {series_key(k): g for k, g in obs.groupby(SERIES_KEY, dropna=False, sort=False)} if len(obs) else {}
+    parts = []
+    for key in [*groups, *(k for k in carries if k not in groups)]:
+        carry = carries.get(key)
+        expiry = None if carry is None else carry["last_obs_ns"] + EXPIRE_S * 10**9
+        if key not in groups and (not len(scrapes) or scrapes.min().astype("int64") > expiry):
+            continue  # expired before anything new: nothing to evaluate
+        if key in groups and carry is not None and stored_until_ns is not None and stored_until_ns > expiry:
+            raise NotExact(f"{key} is reported again after it expired")
+        empty = obs.iloc[:0] if key not in groups else groups[key]
+        rows, carries[key] = series_lag_carried(empty, scrapes, answered, rules, carry)
+        parts.append(rows)
+    if not parts:
+        return contract_frame([], REPLICATION_LAG), carries
+    return contract_frame(pd.concat(parts, ignore_index=True), REPLICATION_LAG), carries
 
 
 # --- findings: shared shape ----------------------------------------------------------------------------
@@ -723,33 +811,22 @@ def group_findings(state: pd.DataFrame, repl: pd.DataFrame, *, follower_lag_mess
 
 # --- Spark wiring ---------------------------------------------------------------------------------------------
 
-_OBS_COLUMNS = ["ts", "kind", "group_name", *SERIES_KEY, "lag_messages", "latency_ms", "throughput_per_s"]
 _GROUP_COLUMNS = ["ts", "kind", "group_name", "instance", "flow", "under_replicated", "under_min_isr", "offline_partitions",
                   "active_controllers", "lag_max_messages", "in_sync", "backup_announced"]
 
 
 def replication_lag(repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
-    reported = F.col("lag_messages").isNotNull() | F.col("latency_ms").isNotNull()
-    flows = repl.where(F.col("flow").isin(list(LAG_FLOWS)) & reported)
-    return (
-        flows.select(*_OBS_COLUMNS).groupBy("instance")
-        .cogroup(health.select("ts", "instance", "answered").groupBy("instance"))
-        .applyInPandas(partial(instance_lag, rules=rules), REPLICATION_LAG.spark_schema())
-    )
+    """replication_lag rows of the replication_stats flows, all of them (the full run's step)."""
+    from analysis.lag_increment import full_lag_rows  # deferred: it builds on this module
+
+    return full_lag_rows(repl.sparkSession, repl, health, rules)
 
 
 def mirror_lag(offsets: DataFrame, params: LagParams) -> DataFrame:
     """replication_lag rows of flow mirror-offsets (analysis.mirror_lag) from silver kafka_offsets."""
-    rules, replications, interval = LagRules.of(params), params.replications, params.scrape_interval_s
+    from analysis.lag_increment import full_mirror_rows  # deferred: it builds on this module
 
-    def per_replication(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
-        rep = replications.get(pdf["replication"].iloc[0]) if len(pdf) else None
-        if rep is None:  # no longer configured: its remote topic names are unknown
-            return contract_frame([], REPLICATION_LAG)
-        obs, rounds = mirror_observations(pdf, rep, interval)
-        return instance_lag(obs, rounds, rules=rules)
-
-    return offsets.groupBy("replication").applyInPandas(per_replication, REPLICATION_LAG.spark_schema())
+    return full_mirror_rows(offsets.sparkSession, offsets, params)
 
 
 def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float, grace_s: float,
@@ -782,30 +859,9 @@ LAG_TABLES = ("replication_lag", "replication_findings")
 
 
 def run_lag(slh, rules: LagParams, progress=None, full: bool = False) -> dict[str, int]:
-    """Replication lag and findings from silver. Skips the work when silver holds nothing new
-    since the last run (its watermark: the bronze version the silver tables reflect) unless `full`;
-    otherwise recomputes both tables whole — lag in time integrates throughput from each series'
-    first observation and Kafka's scrape rounds are fitted to a group's whole history, so a partial
-    recomputation would not give the full run's values to the last bit."""
-    say = progress or (lambda m: None)
-    # the readiness findings come from gold failover_readiness: its version is an input too
-    fp = fingerprint(LAG_JOB, repr(rules), slh.lakehouse.version("failover_readiness"), slh.lakehouse.version("kafka_offsets"),
-                     sources=[__file__, runs_module.__file__])
-    silver = read_watermark(slh.lakehouse, SILVER_JOB, SILVER_FROM_JOLOKIA)
-    mark = Watermark(LAG_JOB, -1 if silver is None else silver.input_version, fp)
-    if not full and silver is not None and read_watermark(slh.lakehouse, LAG_JOB, LAG_TABLES) == mark:
-        say("gold replication_lag, replication_findings: silver unchanged since the last run")
-        return {t: slh.lakehouse.count(t) for t in LAG_TABLES}
-    info = mark.commit_info()
-    repl = slh.read("replication_stats")
-    say("gold replication_lag")
-    series = replication_lag(repl, slh.read("collector_health"), LagRules.of(rules)).unionByName(
-        mirror_lag(slh.read("kafka_offsets"), rules))
-    counts = {"replication_lag": slh.write("replication_lag", series, commit_info=info)}
-    say("gold replication_findings")
-    findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=rules.follower_lag_messages,
-                               grace_s=rules.replica_sync_grace, hole_s=rules.hole_s).unionByName(
-        lag_findings(slh.read("replication_lag"), lag_threshold_s=rules.lag_threshold, hole_s=rules.hole_s)).unionByName(
-        readiness_findings(slh.read("failover_readiness"), stale_after_s=rules.stale_after_s, hole_s=rules.hole_s))
-    counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
-    return counts
+    """Replication lag and findings from silver: skipped when no input changed since the last run,
+    incremental from what the last run carried when that is exact, else (or with `full`) recomputed
+    whole (analysis/lag_increment.py)."""
+    from analysis.lag_increment import run_lag as run  # deferred: it builds on this module
+
+    return run(slh, rules, progress=progress, full=full)

@@ -58,15 +58,17 @@ def run_bounds(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     last_ts = ts if last_ts is None else last_ts
     n = len(ts)
     before, after = starts - 1, ends + 1
-    gap = seconds(ts[1:] - last_ts[:-1]) if n > 1 else np.zeros(0)
-    in_holes = np.concatenate(([0.0], np.cumsum(np.where(gap > hole_s, gap, 0.0))))  # seconds up to each observation
+    gap_ns = (ts[1:] - last_ts[:-1]).astype("timedelta64[ns]").astype("int64") if n > 1 else np.zeros(0, dtype=np.int64)
+    # ns of holes up to each observation, summed in integers: a run's share is the same whichever
+    # observation the sum starts from (an incremental run resumes from a later one, bit for bit)
+    in_holes = np.concatenate(([0], np.cumsum(np.where(gap_ns / 1e9 > hole_s, gap_ns, 0))))
     return {
         "start_ts": ts[starts],
         "start_lower": np.where(before >= 0, last_ts[np.clip(before, 0, max(n - 1, 0))], NAT),
         "end_ts": last_ts[ends],
         "end_upper": np.where(after < n, ts[np.clip(after, 0, max(n - 1, 0))], NAT),
         "is_open": after >= n,
-        "unobserved_s": in_holes[ends] - in_holes[starts] if n else np.zeros(0),
+        "unobserved_s": (in_holes[ends] - in_holes[starts]) / 1e9 if n else np.zeros(0),
     }
 
 

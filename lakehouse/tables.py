@@ -1204,6 +1204,42 @@ REPLICATION_FINDINGS = TableContract(
     written_by="analysis.lag (brokerscope analyze)",
 )
 
+LAG_CARRY = TableContract(
+    name="lag_carry",
+    layer="state",
+    doc=(
+        "What the lag job carries between runs so that an incremental run goes on from where the last "
+        "one stopped and writes, for the new rows only, exactly the rows a full run writes "
+        "(analysis/lag_increment.py). One row per `scope`: `series` (a replication_lag series, its "
+        "SERIES_KEY columns set; `ts` its last observation; `carry` JSON: basis, first/last observation "
+        "and last tick (ns), the integrated position, Kafka Lag Exporter's lookup points, the last "
+        "`window` commits Burrow judges, the last evaluation time, the commit count and last lag), "
+        "`instance` (an instance of collector_health or a lag flow, or a mirror-offsets replication; "
+        "`ts` its last row read, the bound below which a new row is late), `round` (a mirror-offsets "
+        "replication: `carry` JSON the first ns and the fact count of its last round, which new facts "
+        "must not join) and one `input` row (`carry` JSON: the versions of the input tables read, "
+        "bronze_kafka's version and the readiness fingerprint kafka_offsets reflects, the groups with "
+        "isr / artemis-replica facts). Written in the same runs as replication_lag and "
+        "replication_findings, with the same watermark."
+    ),
+    columns=(
+        _c("scope", pa.string(), "series | instance | round | input", False),
+        _c("kind", pa.string(), "series: broker kind of its first observation"),
+        _c("group_name", pa.string(), "series: group of its first observation"),
+        _c("instance", pa.string(), "reporting instance (mirror-offsets: the replication's name); null for input"),
+        _c("flow", pa.string(), "series: flow"),
+        _c("source_cluster", pa.string(), "series: cross-cluster source"),
+        _c("target_cluster", pa.string(), "series: cross-cluster destination"),
+        _c("topic", pa.string(), "series: topic"),
+        _c("partition", pa.int32(), "series: partition"),
+        _c("client", pa.string(), "series: client"),
+        _c("ts", TS, "series: last observation; instance: last row read; round: first fact of the last round"),
+        _c("carry", pa.string(), "JSON, by scope (above); floats as Python's repr, so they come back to the bit", False),
+    ),
+    keys=("scope", "instance", "flow", "source_cluster", "target_cluster", "topic", "partition", "client"),
+    written_by="analysis.lag_increment (brokerscope analyze)",
+)
+
 # --- risk states, causes and incidents (issue P5) --------------------------------------------------
 
 RISK_FINDINGS = TableContract(
@@ -1472,6 +1508,7 @@ TABLES: dict[str, TableContract] = {
         STUCK_MESSAGES,
         REPLICATION_LAG,
         REPLICATION_FINDINGS,
+        LAG_CARRY,
         BRONZE_KAFKA,
         KAFKA_OFFSETS,
         FAILOVER_READINESS,

@@ -1,0 +1,459 @@
+"""The lag job's runs: full, or incremental from what the last run carried (gold replication_lag,
+replication_findings; state lag_carry).
+
+A full run evaluates every series from its first observation. An incremental run reads only the
+silver rows appended since the last run (`read_appended`) and, per series, what the last run
+carried in lag_carry (analysis/lag.py `series_lag_carried`: the integrated position, the lookup
+table's points, Burrow's last `window` commits, the last evaluation time, the commit count and
+last lag — everything a replication_lag row depends on besides the new rows). It appends the new
+rows' replication_lag rows: with no late row they are the rows a full run writes at those ticks,
+bit for bit (the sums go on term by term in the same order), and a full run's stored rows do not
+change.
+
+Findings are rewritten whole (they are few), from what is kept and what is recomputed:
+- per series with new lag rows: recomputed from its stored replication_lag rows since the row
+  before its earliest open finding (or its last stored tick when none is open); a run that began
+  there or before is stored and stays. That read is bounded by the open findings' length: a run of
+  lag or of a Burrow status that lasts reads its rows back each time (its value_max, certainty and
+  holes depend on them all).
+- Kafka cluster health and Artemis replica sync (flows isr, artemis-replica): recomputed from the
+  whole history of each group with new rows. They need it: scrape rounds are fitted to a group's
+  history (the median gap between a broker's scrapes and the widest gap between the brokers'
+  phases: a new row can move every round's boundary), and the replica-sync words use the median
+  step of the live's scrapes. Bounded to those groups and to the columns the rules read.
+- failover readiness: recomputed from gold failover_readiness whenever it changed (the readiness
+  job rewrites it whole anyway), else kept.
+
+mirror-offsets (kafka_offsets, which the readiness job rewrites whole when bronze_kafka grows): per
+replication, the facts from the first one of its last round on (rounds are formed in time order
+from their first fact: starting there gives the full run's rounds); the new facts must not join
+that round and no new bronze_kafka row may be older than it.
+
+Whatever cannot be exact falls back to the full run, which is always right: no carry or another
+watermark (config, code), a silver table rewritten (not only appended), a new row not later than a
+stored row of its instance, a series whose basis the new rows change (lag-only ↔ derived), a series
+reported again after it expired, a readiness rewrite with another fingerprint or of non-appended
+bronze_kafka, new facts that join the last stored round.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from analysis import lag as lag_module
+from analysis import mirror_lag as mirror_module
+from analysis import runs as runs_module
+from analysis.lag import (LAG_FLOWS, LAG_JOB, LAG_TABLES, SERIES_KEY, LagParams, LagRules, NotExact, broker_findings, instance_lag_carried,
+                          lag_findings, readiness_findings, series_key)
+from analysis.mirror_lag import MIRROR_FLOW, mirror_observations
+from analysis.runs import contract_frame, utc_ns
+from analysis.silver import SILVER_JOB
+from analysis.readiness import READINESS_JOB, READINESS_TABLES
+from analysis.watermark import Watermark, fingerprint, read_watermark
+from analysis.zookeeper import round_ids
+from lakehouse.spark import Appended
+from lakehouse.tables import LAG_CARRY, REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
+
+OUTPUTS = (*LAG_TABLES, "lag_carry")
+SILVER_INPUTS = ("replication_stats", "collector_health", "broker_state")
+GROUP_FLOWS = ("isr", "artemis-replica")
+_OBS = ["ts", "kind", "group_name", *SERIES_KEY, "lag_messages", "latency_ms", "throughput_per_s"]  # of a lag flow
+_CARRY_COLUMNS = LAG_CARRY.column_names
+_NO_CARRY = pd.DataFrame(columns=_CARRY_COLUMNS)  # a full run: every series from its first observation
+#: what the per-instance step reads: observations, scrapes and carries, told apart by `_scope`
+_IN = T.StructType([T.StructField("_scope", T.StringType()), *(f for f in REPLICATION_LAG.spark_schema().fields if f.name in _OBS),
+                    T.StructField("throughput_per_s", T.DoubleType()), T.StructField("answered", T.BooleanType()),
+                    T.StructField("_carry", T.StringType())])
+#: what it gives: replication_lag rows (`_scope` null) and carries (`_scope` series | instance | round | fallback)
+_OUT = T.StructType([*(T.StructField(f.name, f.dataType, True) for f in REPLICATION_LAG.spark_schema().fields),
+                     T.StructField("_scope", T.StringType()), T.StructField("_carry", T.StringType())])
+
+
+def code_fingerprint(params: LagParams) -> str:
+    return fingerprint(LAG_JOB, repr(params), sources=[lag_module.__file__, __file__, runs_module.__file__, mirror_module.__file__])
+
+
+# --- per instance (pandas, inside applyInPandas) -------------------------------------------------------------
+
+
+def _ns(ts) -> int:
+    return int(pd.Timestamp(ts).value)  # ns since the epoch (UTC), naive or aware
+
+
+def _carry_rows(instance: str, carries: dict[tuple, dict], last_ns: int | None, extra: list[dict] = ()) -> list[dict]:
+    rows = [{**dict(zip(SERIES_KEY, c["key"])), "_scope": "series", "kind": c["kind"], "group_name": c["group_name"],
+             "ts": pd.Timestamp(c["last_obs_ns"]), "_carry": json.dumps(c)} for c in carries.values()]
+    if last_ns is not None:
+        rows.append({"_scope": "instance", "instance": instance, "ts": pd.Timestamp(last_ns), "_carry": "{}"})
+    return rows + list(extra)
+
+
+def _out(lag: pd.DataFrame, carries: list[dict]) -> pd.DataFrame:
+    carry = pd.DataFrame(carries, columns=[f.name for f in _OUT.fields])
+    frame = pd.concat([lag.assign(_scope=None, _carry=None), carry], ignore_index=True) if len(carry) else lag.assign(_scope=None, _carry=None)
+    for col in ("observed",):
+        frame[col] = frame[col].astype(object)
+    return frame[[f.name for f in _OUT.fields]]
+
+
+def _fallback(why: str) -> pd.DataFrame:
+    return _out(contract_frame([], REPLICATION_LAG), [{"_scope": "fallback", "_carry": why}])
+
+
+def _split(pdf: pd.DataFrame) -> tuple[dict[tuple, dict], int | None]:
+    carried = pdf[pdf["_scope"] == "series"]
+    carries = {series_key(k): json.loads(c) for k, c in zip(carried[SERIES_KEY].itertuples(index=False), carried["_carry"])}
+    inst = pdf.loc[pdf["_scope"] == "instance", "ts"]
+    return carries, (_ns(inst.iloc[0]) if len(inst) else None)
+
+
+def instance_step(pdf: pd.DataFrame, rules: LagRules) -> pd.DataFrame:
+    """replication_lag rows and carries of ONE instance from its new lag observations and scrapes
+    and what it carried (none: a full run, or a new instance)."""
+    instance = pdf["instance"].iloc[0]
+    carries, stored_until = _split(pdf)
+    obs = pdf[pdf["_scope"] == "obs"]
+    health = pdf[pdf["_scope"] == "scrape"]
+    new_ts = utc_ns(pd.concat([obs["ts"], health["ts"]]))
+    if stored_until is not None and len(new_ts) and new_ts.min().astype("int64") <= stored_until:
+        return _fallback(f"{instance}: rows not later than stored ones")
+    try:
+        lag, carries = instance_lag_carried(obs, health, rules=rules, carries=carries, stored_until_ns=stored_until)
+    except NotExact as e:
+        return _fallback(str(e))
+    last_ns = max([stored_until or -(2**63), *(new_ts.astype("int64"))]) if len(new_ts) or stored_until is not None else None
+    return _out(lag, _carry_rows(instance, carries, last_ns))
+
+
+def replication_step(pdf: pd.DataFrame, params: LagParams) -> pd.DataFrame:
+    """mirror-offsets rows and carries of ONE replication from its kafka_offsets facts since the first of
+    its last stored round (all of them: a full run) and what it carried."""
+    name = pdf["replication"].iloc[0]
+    rep = params.replications.get(name)
+    if rep is None:  # no longer configured: its remote topic names are unknown (analysis.lag.mirror_lag)
+        return _out(contract_frame([], REPLICATION_LAG), [])
+    carries, stored_until = _split(pdf.rename(columns={"replication": "instance"}).assign(instance=name))
+    stored_round = pdf.loc[pdf["_scope"] == "round", "_carry"]
+    last_round = json.loads(stored_round.iloc[0]) if len(stored_round) else None
+    facts = pdf[pdf["_scope"] == "fact"].drop(columns=["_scope", "_carry"]).sort_values("ts", kind="stable")
+    cadence = np.timedelta64(int(params.scrape_interval_s * 1e9), "ns")
+    ticks = round_ids(utc_ns(facts["ts"]), None, cadence)
+    firsts = utc_ns(facts["ts"])[np.flatnonzero(np.diff(ticks, prepend=-1))].astype("int64") if len(facts) else np.zeros(0, np.int64)
+    counts = np.bincount(ticks) if len(ticks) else np.zeros(0, np.int64)
+    obs, rounds = mirror_observations(facts, rep, params.scrape_interval_s)
+    if last_round is not None:
+        if not len(firsts) or firsts[0] != last_round["first_ns"] or counts[0] != last_round["facts"]:
+            return _fallback(f"{name}: new facts join its last stored round")
+        done = pd.Timestamp(last_round["first_ns"])
+        obs = obs[utc_ns(obs["ts"]) != done.to_datetime64()]
+        rounds = rounds[utc_ns(rounds["ts"]) != done.to_datetime64()]
+    try:
+        lag, carries = instance_lag_carried(obs, rounds, rules=LagRules.of(params), carries=carries, stored_until_ns=stored_until)
+    except NotExact as e:
+        return _fallback(str(e))
+    extra = []
+    if len(firsts):
+        extra.append({"_scope": "round", "instance": name, "ts": pd.Timestamp(int(firsts[-1])),
+                      "_carry": json.dumps({"first_ns": int(firsts[-1]), "facts": int(counts[-1])})})
+    last_ns = int(firsts[-1]) if len(firsts) else stored_until
+    return _out(lag, _carry_rows(name, carries, last_ns, extra))
+
+
+# --- Spark wiring --------------------------------------------------------------------------------------------
+
+
+def _carry_frame(spark, carry: pd.DataFrame) -> DataFrame:
+    return spark.createDataFrame(contract_frame(carry, LAG_CARRY), LAG_CARRY.spark_schema())
+
+
+def lag_rows(spark, repl: DataFrame, health: DataFrame, carry: pd.DataFrame, rules: LagRules) -> DataFrame:
+    """The per-instance step over new (or all) observations and scrapes with the carries of their instances."""
+    reported = F.col("lag_messages").isNotNull() | F.col("latency_ms").isNotNull()
+    obs = (repl.where(F.col("flow").isin(list(LAG_FLOWS)) & reported).select(*_OBS)
+           .withColumn("_scope", F.lit("obs")).withColumn("answered", F.lit(None).cast("boolean")))
+    scrapes = health.select("ts", "instance", "answered").withColumn("_scope", F.lit("scrape"))
+    rows = obs.unionByName(scrapes, allowMissingColumns=True)
+    if len(carry):  # the carries of the instances with new rows
+        stored = _stored(spark, carry, ["series", "instance"]).join(rows.select("instance").distinct(), "instance", "left_semi")
+        rows = rows.unionByName(stored, allowMissingColumns=True)
+
+    def step(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
+        return instance_step(pdf, rules)
+
+    return _shaped(rows, _IN).groupBy("instance").applyInPandas(step, _OUT)
+
+
+def mirror_rows(spark, offsets: DataFrame, carry: pd.DataFrame, params: LagParams) -> DataFrame:
+    """The per-replication step over kafka_offsets facts from each replication's last stored round on."""
+    rounds = carry[carry["scope"] == "round"]
+    cut = {i: json.loads(c)["first_ns"] for i, c in zip(rounds["instance"], rounds["carry"])}
+    facts = offsets.withColumn("_scope", F.lit("fact"))
+    if cut:
+        since = spark.createDataFrame([(k, v // 1000) for k, v in cut.items()], "replication string, _since long")
+        facts = (facts.where(F.col("ts") >= F.timestamp_micros(F.lit(min(cut.values()) // 1000)))  # Parquet skips the rest
+                 .join(F.broadcast(since), "replication", "left")
+                 .where(F.col("_since").isNull() | (F.unix_micros("ts") >= F.col("_since"))).drop("_since"))
+    rows = facts
+    if len(rounds):  # the carries of the replications
+        stored = (_stored(spark, carry, ["series", "instance", "round"]).withColumnRenamed("instance", "replication")
+                  .join(F.broadcast(spark.createDataFrame([(i,) for i in cut], "replication string")), "replication", "left_semi")
+                  .where(F.col("_scope").isin("round", "instance") | (F.col("flow") == MIRROR_FLOW)))
+        rows = rows.unionByName(stored, allowMissingColumns=True)
+    schema = T.StructType([*offsets.schema.fields, *(f for f in _IN.fields if f.name in ("_scope", "_carry")),
+                           *(T.StructField(c, T.StringType()) for c in ("flow", "source_cluster", "target_cluster", "client", "kind"))])
+
+    def step(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
+        return replication_step(pdf, params)
+
+    return _shaped(rows, schema).groupBy("replication").applyInPandas(step, _OUT)
+
+
+def _shaped(rows: DataFrame, schema: T.StructType) -> DataFrame:
+    """`rows` with exactly the columns of `schema`, in its order (null where a part had none)."""
+    return rows.select(*(F.col(f.name).cast(f.dataType) if f.name in rows.columns else F.lit(None).cast(f.dataType).alias(f.name)
+                         for f in schema.fields))
+
+
+def _stored(spark, carry: pd.DataFrame, scopes: list[str]) -> DataFrame:
+    return (_carry_frame(spark, carry[carry["scope"].isin(scopes)])
+            .withColumnRenamed("scope", "_scope").withColumnRenamed("carry", "_carry"))
+
+
+def full_lag_rows(spark, repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
+    """replication_lag rows of all observations and scrapes (no carries)."""
+    return _lag_part(lag_rows(spark, repl, health, _NO_CARRY, rules))
+
+
+def full_mirror_rows(spark, offsets: DataFrame, params: LagParams) -> DataFrame:
+    """mirror-offsets rows of all kafka_offsets facts (no carries)."""
+    return _lag_part(mirror_rows(spark, offsets, _NO_CARRY, params))
+
+
+def _lag_part(out: DataFrame) -> DataFrame:
+    return out.where(F.col("_scope").isNull()).select(*REPLICATION_LAG.column_names)
+
+
+def _carries(out: DataFrame) -> pd.DataFrame:
+    """The carries a step gave (collected: one row per series, instance and round), fallback rows included."""
+    rows = out.where(F.col("_scope").isNotNull()).select(
+        F.col("_scope").alias("scope"), *(c for c in _CARRY_COLUMNS if c not in ("scope", "carry")), F.col("_carry").alias("carry"))
+    return rows.toPandas()
+
+
+def _input_row(versions: dict, kafka: dict, fact_groups: list[str]) -> dict:
+    return {"scope": "input", "carry": json.dumps({"versions": versions, "kafka": kafka, "fact_groups": sorted(fact_groups)})}
+
+
+def _versions(slh) -> dict[str, int]:
+    return {t: -1 if slh.lakehouse.version(t) is None else slh.lakehouse.version(t)
+            for t in (*SILVER_INPUTS, "kafka_offsets", "failover_readiness")}
+
+
+def _kafka_mark(slh) -> dict:
+    """The readiness job's watermark: which bronze_kafka version (and fingerprint) kafka_offsets reflects."""
+    mark = read_watermark(slh.lakehouse, READINESS_JOB, READINESS_TABLES)
+    return {"bronze_kafka": None if mark is None else mark.input_version, "fingerprint": None if mark is None else mark.fingerprint}
+
+
+def run_lag(slh, params: LagParams, progress=None, full: bool = False) -> dict[str, int]:
+    """Replication lag and findings from silver: skipped when no input changed since the last run,
+    incremental from the carries when that is exact, else (or with `full`) recomputed whole."""
+    say = progress or (lambda m: None)
+    fp = code_fingerprint(params)
+    silver = read_watermark(slh.lakehouse, SILVER_JOB, SILVER_FROM_JOLOKIA)
+    mark = Watermark(LAG_JOB, -1 if silver is None else silver.input_version, fp)
+    versions = _versions(slh)
+    stored = read_watermark(slh.lakehouse, LAG_JOB, OUTPUTS)
+    carry = (slh.lakehouse.read("lag_carry").to_pandas() if stored is not None and stored.fingerprint == fp
+             and not full else None)
+    inputs = None
+    if carry is not None:
+        row = carry[carry["scope"] == "input"]
+        inputs = json.loads(row["carry"].iloc[0]) if len(row) else None
+    if not full and stored == mark and inputs is not None and inputs["versions"] == versions:
+        say("gold replication_lag, replication_findings: silver unchanged since the last run")
+        return {t: slh.lakehouse.count(t) for t in LAG_TABLES}
+    if inputs is not None:
+        counts = lag_increment(slh, params, mark, versions, carry, inputs, say)
+        if counts is not None:
+            return counts
+    return lag_full(slh, params, mark, versions, say)
+
+
+def lag_full(slh, params: LagParams, mark: Watermark, versions: dict, say) -> dict[str, int]:
+    spark, info = slh.spark, mark.commit_info()
+    repl = slh.read("replication_stats")
+    say("gold replication_lag")
+    out = lag_rows(spark, repl, slh.read("collector_health"), _NO_CARRY, LagRules.of(params)).unionByName(
+        mirror_rows(spark, slh.read("kafka_offsets"), _NO_CARRY, params)).cache()
+    counts = {"replication_lag": slh.write("replication_lag", _lag_part(out), commit_info=info)}
+    carries = _carries(out)
+    out.unpersist()
+    say("gold replication_findings")
+    findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=params.follower_lag_messages,
+                               grace_s=params.replica_sync_grace, hole_s=params.hole_s).unionByName(
+        lag_findings(slh.read("replication_lag"), lag_threshold_s=params.lag_threshold, hole_s=params.hole_s)).unionByName(
+        readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s, hole_s=params.hole_s))
+    counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
+    groups = [r.group_name for r in repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()]
+    carries = pd.concat([carries, pd.DataFrame([_input_row(versions, _kafka_mark(slh), groups)])], ignore_index=True)
+    slh.write("lag_carry", _carry_frame(spark, carries), commit_info=info)
+    return counts
+
+
+def lag_increment(slh, params: LagParams, mark: Watermark, versions: dict, carry: pd.DataFrame, inputs: dict,
+                  say) -> dict[str, int] | None:
+    """Bring replication_lag and replication_findings up to date from the carries and the rows appended
+    since (module doc); None when only a full run is exact."""
+    spark, then = slh.spark, inputs["versions"]
+    appended = {}
+    for t in SILVER_INPUTS:
+        if then[t] < 0:  # no table then: whatever it holds now is new
+            appended[t] = Appended(slh.read(t).limit(0), slh.read(t), versions[t])
+        else:
+            appended[t] = slh.read_appended(t, then[t])
+        if appended[t] is None:
+            say(f"gold replication_lag: {t} was rewritten since the last run, recomputing")
+            return None
+    kafka_now, kafka_then = _kafka_mark(slh), inputs["kafka"]
+    kafka_changed = versions["kafka_offsets"] != then["kafka_offsets"]
+    if kafka_changed and (kafka_now["fingerprint"] != kafka_then["fingerprint"] or kafka_then["bronze_kafka"] is None
+                          or not _kafka_appended(slh, kafka_then["bronze_kafka"], carry)):
+        say("gold replication_lag: kafka_offsets no longer holds the facts it held, recomputing")
+        return None
+    rules = LagRules.of(params)
+    new_repl, new_health = appended["replication_stats"].new, appended["collector_health"].new
+    parts = lag_rows(spark, new_repl, new_health, carry, rules)
+    if kafka_changed:
+        parts = parts.unionByName(mirror_rows(spark, slh.read("kafka_offsets"), carry, params))
+    out = parts.cache()
+    fresh = _carries(out)
+    fallback = fresh[fresh["scope"] == "fallback"]
+    if len(fallback):
+        out.unpersist()
+        say(f"gold replication_lag: {fallback['carry'].iloc[0]}, recomputing")
+        return None
+    say(f"gold replication_lag (incremental: silver up to bronze version {mark.input_version})")
+    info = mark.commit_info()
+    slh.write("replication_lag", _lag_part(out), mode="append", commit_info=info)
+    out.unpersist()
+    counts = {"replication_lag": slh.lakehouse.count("replication_lag")}
+
+    say("gold replication_findings (incremental)")
+    old_series = carry[carry["scope"] == "series"]
+    touched = fresh[fresh["scope"] == "series"]
+    stored = slh.lakehouse.read("replication_findings").to_pandas()
+    resume = resume_points(stored, old_series, touched)
+    groups_new = {r.group_name for r in new_repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()}
+    fact_groups = set(inputs["fact_groups"]) | groups_new
+    state_groups = {r.group_name for r in appended["broker_state"].new.select("group_name").distinct().collect()}
+    groups = sorted(groups_new | (state_groups & fact_groups))
+    readiness_changed = versions["failover_readiness"] != then["failover_readiness"]
+    kept = kept_findings(stored, resume, groups, readiness_changed)
+    found = [spark.createDataFrame(contract_frame(kept, REPLICATION_FINDINGS), REPLICATION_FINDINGS.spark_schema())]
+    if resume:
+        found.append(resumed_lag_findings(slh, resume, params))
+    if groups:
+        names = F.broadcast(spark.createDataFrame([(g,) for g in groups], "group_name string"))
+        found.append(broker_findings(slh.read("broker_state").join(names, "group_name", "left_semi"),
+                                     slh.read("replication_stats").where(F.col("flow").isin(*GROUP_FLOWS)).join(names, "group_name", "left_semi"),
+                                     follower_lag_messages=params.follower_lag_messages, grace_s=params.replica_sync_grace,
+                                     hole_s=params.hole_s))
+    if readiness_changed:
+        found.append(readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s, hole_s=params.hole_s))
+    findings = found[0]
+    for f in found[1:]:
+        findings = findings.unionByName(f)
+    counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
+
+    replaced = set(_carry_keys(fresh))
+    old = carry[carry["scope"] != "input"]
+    old = old[[k not in replaced for k in _carry_keys(old)]]
+    carries = pd.concat([old, fresh, pd.DataFrame([_input_row(versions, kafka_now, fact_groups)])], ignore_index=True)
+    slh.write("lag_carry", _carry_frame(spark, carries), commit_info=info)
+    return counts
+
+
+def _carry_keys(carry: pd.DataFrame) -> list[tuple]:
+    return [(scope, *series_key(k)) for scope, k in zip(carry["scope"], carry[SERIES_KEY].itertuples(index=False))]
+
+
+def _kafka_appended(slh, since: int, carry: pd.DataFrame) -> bool:
+    """bronze_kafka only grew since version `since`, and by no row older than a replication's last stored round."""
+    appended = slh.read_appended("bronze_kafka", since, columns=["target", "ts"])
+    if appended is None:
+        return False
+    rounds = carry[carry["scope"] == "round"]
+    cut = {i: json.loads(c)["first_ns"] for i, c in zip(rounds["instance"], rounds["carry"])}
+    for r in appended.new.groupBy("target").agg(F.min(F.unix_micros("ts")).alias("first")).collect():
+        if r.target in cut and r.first * 1000 < cut[r.target]:
+            return False
+    return True
+
+
+# --- findings: what is kept, where series resume -------------------------------------------------------------
+
+
+def _key_of(frame: pd.DataFrame) -> list[tuple]:
+    return [series_key(k) for k in frame[SERIES_KEY].itertuples(index=False)]
+
+
+def resume_points(stored: pd.DataFrame, old_series: pd.DataFrame, touched: pd.DataFrame) -> dict[tuple, int | None]:
+    """Per series with new lag rows: the tick (ns) its findings are recomputed from (None: its first)
+    — the row before its earliest open finding, else its last stored tick (module doc)."""
+    last_tick = {k: json.loads(c)["last_tick_ns"] for k, c in zip(_key_of(old_series), old_series["carry"])}
+    series = stored[stored["flow"].isin([*LAG_FLOWS, MIRROR_FLOW])] if len(stored) else stored
+    opens: dict[tuple, list] = {}
+    for k, is_open, lower in zip(_key_of(series), series.get("is_open", []), series.get("start_lower", [])):
+        if is_open:
+            opens.setdefault(k, []).append(lower)
+    out = {}
+    for k in _key_of(touched):
+        if k not in last_tick:
+            out[k] = None
+        elif k in opens:
+            out[k] = None if any(pd.isna(x) for x in opens[k]) else min(_ns(x) for x in opens[k])
+        else:
+            out[k] = last_tick[k]
+    return out
+
+
+def kept_findings(stored: pd.DataFrame, resume: dict[tuple, int | None], groups: list[str], readiness_changed: bool) -> pd.DataFrame:
+    """Stored findings an incremental run leaves as they are: of series without new rows, or begun at or
+    before the series' resume point; of groups without new rows; readiness ones when failover_readiness
+    did not change."""
+    if stored.empty:
+        return stored
+    flow = stored["flow"]
+    keys = _key_of(stored)
+    starts = [_ns(t) for t in stored["start_ts"]]
+    series_keep = [k not in resume or (resume[k] is not None and s <= resume[k]) for k, s in zip(keys, starts)]
+    keep = np.where(flow.isin(GROUP_FLOWS), ~stored["group_name"].isin(groups),
+                    np.where(flow == "failover-readiness", not readiness_changed, series_keep))
+    return stored[keep.astype(bool)]
+
+
+def resumed_lag_findings(slh, resume: dict[tuple, int | None], params: LagParams) -> DataFrame:
+    """Findings of the series with new rows from their rows since their resume points, those begun after it."""
+    spark = slh.spark
+    schema = ", ".join(f"{k} {'int' if k == 'partition' else 'string'}" for k in SERIES_KEY) + ", _from long"
+    points = spark.createDataFrame([(*k, None if r is None else r // 1000) for k, r in resume.items()], schema)
+    points = F.broadcast(points.select(*(F.col(k).alias("_" + k) for k in SERIES_KEY), "_from"))
+    cond = None
+    for k in SERIES_KEY:
+        c = F.col(k).eqNullSafe(F.col("_" + k))
+        cond = c if cond is None else cond & c
+    rows = slh.read("replication_lag")
+    if all(r is not None for r in resume.values()):
+        rows = rows.where(F.col("ts") >= F.timestamp_micros(F.lit(min(resume.values()) // 1000)))  # Parquet skips the rest
+    after = F.col("_from").isNull() | (F.unix_micros("ts") >= F.col("_from"))
+    rows = rows.join(points, cond).where(after).select(*REPLICATION_LAG.column_names)
+    found = lag_findings(rows, lag_threshold_s=params.lag_threshold, hole_s=params.hole_s)
+    begun_after = F.col("_from").isNull() | (F.unix_micros("start_ts") > F.col("_from"))
+    return found.join(points, cond).where(begun_after).select(*REPLICATION_FINDINGS.column_names)
