@@ -364,14 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         for slh in slhs.values():
             slh.read("broker_state").limit(1).collect()
         say(f"Spark local[2] started in {time.perf_counter() - t:.1f} s (not counted; session delta={delta})")
-        for path in paths:
-            warm = Lakehouse(os.path.join(work, f"warm-up-{path}"))
-            warm_base, warm_new = generate(20, 2000, 20)
-            warm.overwrite("broker_state", warm_base)
-            run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None, full=True)
-            warm.append("broker_state", warm_new)
-            run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None)
-        duckdb_gold(slh_files(warm))
+        duckdb_gold(slh_files(warm_up(spark, work, paths)))
         say(f"warm-up done (DuckDB and Spark on {', '.join(paths)}, full and incremental, 80,000 rows; not counted)")
 
         def timed_spark(path: str, full: bool) -> float:
@@ -427,6 +420,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def warm_up(spark, work: str, paths: list[str]) -> Lakehouse:
+    """A full and an incremental run on a small table per path (not counted); the last lakehouse."""
+    from analysis.spine import run_gold
+    from lakehouse.spark import SparkLakehouse
+
+    for path in paths:
+        warm = Lakehouse(os.path.join(work, f"warm-up-{path}"))
+        warm_base, warm_new = generate(20, 2000, 20)
+        warm.overwrite("broker_state", warm_base)
+        run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None, full=True)
+        warm.append("broker_state", warm_new)
+        run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None)
+    return warm
+
+
 def history_sweep(args, paths: list[str], say, work: str) -> int:
     """The same number of new rows after histories of different sizes: per size, a full run, then
     `--increments` incremental runs of `--new-rows` each, then a full run on everything that must
@@ -440,13 +448,7 @@ def history_sweep(args, paths: list[str], say, work: str) -> int:
     spark = spark_session("bench-spine", master="local[2]", conf={"spark.driver.memory": "4g"},
                           delta="native" if "native" in paths else "bridge")
     results = []
-    for path in paths:
-        warm = Lakehouse(os.path.join(work, f"warm-up-{path}"))
-        warm_base, warm_new = generate(20, 2000, 20)
-        warm.overwrite("broker_state", warm_base)
-        run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None, full=True)
-        warm.append("broker_state", warm_new)
-        run_gold(SparkLakehouse(spark, warm, mode=path), lambda m: None)
+    warm_up(spark, work, paths)
     say(f"Spark local[2] started and warmed up on {', '.join(paths)} (not counted)")
     for size in sizes:
         obs = size // instances
