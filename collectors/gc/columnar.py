@@ -2,8 +2,8 @@
 
 Bulk consumers (the Spark ``gc import`` job, benchmarks) need columns, not one Python object
 per event.  With the native core installed, the core's Arrow buffers become arrays through
-``pa.Array.from_buffers`` (no Python object per event); without it the Python parser's
-GcEvents are turned into the same batch.  Either way the values are those of the GcEvent
+``pa.Array.from_buffers`` over the core's memory (``pa.foreign_buffer``: no copy, no Python
+object per event); without it the Python parser's GcEvents are turned into the same batch.  Either way the values are those of the GcEvent
 path (tests/test_gc_native.py checks it on the whole corpus), with two changes of shape:
 ``flags`` is the comma-joined string (null when none), as in gc_events, and ``raw`` is absent.
 """
@@ -38,14 +38,11 @@ BLOCK = 1 << 24
 READ = 1 << 20
 
 
-def _array(field: pa.Field, n: int, bufs: tuple) -> pa.Array:
-    if field.type == pa.string():
-        valid, offsets, data, nulls = bufs
-        return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(valid), pa.py_buffer(offsets),
-                                                      pa.py_buffer(data)], null_count=nulls)
-    valid, values, nulls = bufs
-    return pa.Array.from_buffers(field.type, n, [pa.py_buffer(valid) if valid is not None else None,
-                                                 pa.py_buffer(values)], null_count=nulls)
+def _array(field: pa.Field, n: int, bufs: tuple, owner: object) -> pa.Array:
+    """An array over the core's buffers, (address, size) each, kept alive by ``owner``."""
+    *spans, nulls = bufs
+    buffers = [None if s is None else pa.foreign_buffer(s[0], s[1], base=owner) for s in spans]
+    return pa.Array.from_buffers(field.type, n, buffers, null_count=nulls)
 
 
 def _patched(arr: pa.Array, fixes: list, convert) -> pa.Array:
@@ -57,8 +54,8 @@ def _patched(arr: pa.Array, fixes: list, convert) -> pa.Array:
 
 
 def _batch(raw: tuple, jvm_start: Optional[datetime]) -> pa.RecordBatch:
-    n, cols, patches = raw
-    arrays = {f.name: _array(f, n, cols[f.name]) for f in SCHEMA}
+    n, cols, patches, owner = raw
+    arrays = {f.name: _array(f, n, cols[f.name], owner) for f in SCHEMA}
     by_col: dict[str, list] = {}
     for row, kind, value in patches:
         by_col.setdefault(kind, []).append((row, value))

@@ -271,14 +271,14 @@ impl PyParser {
         let mut c = crate::columns::Columns::default();
         let fed = py.allow_threads(|| crate::columns::feed_bytes(&mut self.p, data, end, &mut c));
         self.bounded(py, fed)?;
-        crate::py_columns::to_py(py, &c, self)
+        crate::py_columns::to_py(py, c, self)
     }
 
     /// `finish`, events as columns.
     fn finish_columns(&mut self, py: Python) -> PyResult<PyObject> {
         let mut c = crate::columns::Columns::default();
         self.p.finish(&mut c);
-        crate::py_columns::to_py(py, &c, self)
+        crate::py_columns::to_py(py, c, self)
     }
 
     /// As feed_bytes_columns, but the columns are kept in the parser and grow over calls
@@ -299,7 +299,7 @@ impl PyParser {
         if finish {
             self.p.finish(&mut c);
         }
-        crate::py_columns::to_py(py, &c, self)
+        crate::py_columns::to_py(py, c, self)
     }
 
     fn flush(&mut self, py: Python) -> PyResult<PyObject> {
@@ -348,6 +348,7 @@ const SOURCE_HASH: &str = env!("GCPARSE_SOURCE_HASH");
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyParser>()?;
+    m.add_class::<crate::py_columns::ColumnBuffers>()?;
     m.add("SOURCE_HASH", SOURCE_HASH)?;
     Ok(())
 }
