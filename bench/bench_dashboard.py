@@ -30,11 +30,12 @@ Then, side by side in the same run, the 7-day incident's cold first paint read f
 per-minute rollup broker_minutes (built by its Spark job, analysis/minutes.py, on the generated
 broker_state) and from silver broker_state (a second lakehouse root that links every table but
 broker_minutes: the dashboard's fallback path). --cold rounds, the two variants in alternating
-order; each measure on a server started for it (nothing cached in the process; the OS page cache is
-not dropped; the browser has the page's bundles cached, from a fresh server on the same port that
-served a page reading no table):
+order; each measure on a server started for it, which first served the browser a page that reads no
+table: Dash and the browser are warm (bundles cached, as for someone who used the dashboard
+before), the data is cold — nothing cached in the server process, as after every analysis, since
+reads are cached per table version (the OS page cache is not dropped):
 
-  cold page load   /incident/ID typed as the first request of a fresh server, until drawn
+  cold page load   /incident/ID typed, until drawn
   cold in-app link the overview first (not timed), then the click, until drawn
   server build     the page's server side alone (route() on a fresh Gold, no browser)
 
@@ -264,26 +265,27 @@ def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str
     ports: dict[str, int] = {}
 
     def fresh(label: str) -> DashboardServer:
-        """A new server (nothing cached) on the variant's own port: the browser has its bundles cached,
-        as for a person who used the dashboard before (the first run's cold measure)."""
-        srv = DashboardServer(create_app(D.Gold(variants[label])), "127.0.0.1", ports.get(label, 0))
+        """A new server on the variant's own port (the browser keeps its bundles cached, as for a
+        person who used the dashboard before), its Dash machinery warmed by a page that reads no
+        table: what is cold is the data, as after every analysis (reads are cached per table version)."""
+        srv = DashboardServer(create_app(D.Gold(variants[label])), "127.0.0.1", ports.get(label, 0)).start()
         ports[label] = srv.port
+        d.get(f"{srv.url}/browser-warm-up")
+        d.execute_async_script("const done = arguments[arguments.length - 1]; "
+                               "(function p(){document.querySelector('#page-message') ? done(1) : setTimeout(p, 20);})();")
         return srv
 
-    for label in variants:  # the page and its bundles into the browser's cache (a page that reads no table)
-        with fresh(label) as srv:
-            d.get(f"{srv.url}/browser-warm-up")
-            d.execute_async_script("const done = arguments[arguments.length - 1]; "
-                                   "(function p(){document.querySelector('#page-message') ? done(1) : setTimeout(p, 20);})();")
     for k in range(rounds):
         for label in (list(variants) if k % 2 == 0 else list(reversed(variants))):
             lh = variants[label]
             page, link, server = (f"{what}, {label}" for what in COLD_MEASURES)
-            with fresh(label) as srv:
-                out.setdefault(page, []).append(first_paint(d, f"{srv.url}/incident/{LONG}"))
-            with fresh(label) as srv:
-                wait_overview(d, srv.url + "/")
-                out.setdefault(link, []).append(d.execute_async_script(NAVIGATE_AND_WAIT, title) / 1000.0)
+            srv = fresh(label)
+            out.setdefault(page, []).append(first_paint(d, f"{srv.url}/incident/{LONG}"))
+            srv.stop()
+            srv = fresh(label)
+            wait_overview(d, srv.url + "/")
+            out.setdefault(link, []).append(d.execute_async_script(NAVIGATE_AND_WAIT, title) / 1000.0)
+            srv.stop()
             t = time.perf_counter()
             route(D.Gold(lh), f"/incident/{LONG}")
             out.setdefault(server, []).append(time.perf_counter() - t)
