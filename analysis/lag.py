@@ -79,7 +79,10 @@ backup at connection-ttl, the backup notices only 60-120 s after the cut; docs/A
 
 Shape: per-group / per-instance / per-series sequence logic in pandas and numpy (`group_findings`,
 `instance_lag`, `series_findings`; Burrow over all windows at once with `sliding_window_view`), run by
-`applyInPandas`; `run_lag` reads, calls and writes (overwrite: reruns give the same tables).
+`applyInPandas`. The per-series steps can stop and go on (`series_lag_carried`,
+`series_findings_carried`: what they carry is all a later row depends on), so `run_lag`
+(analysis/lag_increment.py) runs incrementally over the rows appended since its last run, and in
+full when that could differ from a full run; both give the same tables, reruns change nothing.
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis.runs import (contract_frame, count_between, fmt_ts, latest_of, numbers, observed_certainty,
+from analysis.runs import (contract_frame, count_between, fmt_ts, holes_ns_upto, latest_of, numbers, observed_certainty,
                            other_state_words, run_bounds, seconds, stable_id, true_runs, unobserved_note, utc_ns)
 from analysis.mirror_lag import MIRROR_FLOW, MIRROR_STATUS_ADVICE
 from lakehouse.tables import REPLICATION_FINDINGS, REPLICATION_LAG
@@ -435,28 +438,48 @@ def finding_rows(code: str, severity: str, base: dict, ts: np.ndarray, flags: np
                  unit: str, threshold: float | None, certainty: Callable[[int, int], str],
                  describe: Callable[[dict, int, int], tuple[str, str, str | None]],
                  last_ts: np.ndarray | None = None, hole_s: float = math.inf,
-                 known: np.ndarray | None = None) -> list[dict]:
+                 known: np.ndarray | None = None, carried: dict | None = None) -> list[dict]:
     """One finding per run of `flags` over sorted observations (`ts`, and `last_ts` where an
     observation spans time); `certainty(s, e)` and `describe(row, s, e) → (message, advice, detail)`
     get the run's first and last index; a run across a hole (`hole_s`) is at most possible.
 
     `known`: False where an observation cannot tell whether the condition held (a broker's answer
     missing from a round). Those are no observation at all: a run goes on across them, and beyond
-    `hole_s` counts them as a hole — as a missing scrape is treated everywhere else."""
+    `hole_s` counts them as a hole — as a missing scrape is treated everywhere else.
+
+    `carried`: a run still open at observation 0, as an earlier call left it (a row's `_open`: its
+    start, the bound before it, the largest value, certainty and ns of holes so far); the run from
+    0 goes on from it, as one run over all observations would. An open run's row says so in `_open`."""
     last_ts = ts if last_ts is None else last_ts
     at = np.arange(len(ts)) if known is None else np.flatnonzero(known)
     starts, ends = true_runs(np.asarray(flags)[at])
     starts, ends = at[starts], at[ends]
     bounds = run_bounds(ts[at], np.searchsorted(at, starts), np.searchsorted(at, ends), last_ts[at], hole_s)
+    holes = holes_ns_upto(ts[at], last_ts[at], hole_s)
     out = []
     for k, (s, e) in enumerate(zip(starts, ends)):
         row = dict(base, code=code, severity=severity, unit=unit, threshold=threshold,
                    **{name: col[k] for name, col in bounds.items()})
+        holes_ns = int(holes[np.searchsorted(at, e)] - holes[np.searchsorted(at, s)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a run with no known value: value_max stays null
+            value_max = np.nanmax(values[s : e + 1])
+        sure = certainty(s, e) == "certain"
+        if carried is not None and s == at[0]:
+            row["start_ts"] = np.datetime64(carried["start_ns"], "ns")
+            row["start_lower"] = np.datetime64("NaT", "ns") if carried["lower_ns"] is None else np.datetime64(carried["lower_ns"], "ns")
+            holes_ns += carried["holes_ns"]
+            value_max, sure = np.fmax(carried["value_max"], value_max), sure and carried["certain"]
+            row["unobserved_s"] = holes_ns / 1e9
         row["duration_s"] = seconds(row["end_ts"] - row["start_ts"])
-        row["value_max"], row["value_last"] = np.nanmax(values[s : e + 1]), values[e]
-        row["certainty"] = observed_certainty(certainty(s, e), row["unobserved_s"])
+        row["value_max"], row["value_last"] = value_max, values[e]
+        row["certainty"] = observed_certainty("certain" if sure else "possible", row["unobserved_s"])
         row["message"], row["advice"], row["detail"] = describe(row, s, e)
         row["finding_id"] = stable_id(code, *(base.get(k) for k in ("group_name", *SERIES_KEY)), row["start_ts"])
+        if row["is_open"]:
+            row["_open"] = {"start_ns": int(row["start_ts"].astype("int64")), "holes_ns": holes_ns, "certain": bool(sure),
+                            "lower_ns": None if np.isnat(row["start_lower"]) else int(row["start_lower"].astype("int64")),
+                            "value_max": float(value_max)}
         out.append(row)
     return out
 
@@ -639,8 +662,27 @@ def series_name(row) -> str:
 
 def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float = math.inf) -> pd.DataFrame:
     """replication-lag and consumer-<status> findings of ONE series from its replication_lag rows."""
+    return series_findings_carried(lag, lag_threshold_s=lag_threshold_s, hole_s=hole_s)[0]
+
+
+#: what the findings of a series read of its replication_lag rows (the last one is carried)
+FINDING_INPUT = ("ts", "observed", "lag_s", "lag_s_method", "status", "lag_messages")
+
+
+def series_findings_carried(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float = math.inf,
+                            carried: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """`series_findings`, and what a later call needs to go on (`last`: the last row's FINDING_INPUT,
+    `open`: per code the run still open at it, finding_rows' `_open`). With `carried` (what an
+    earlier call gave), `lag` holds the rows after its last one: the findings are those a call over
+    all rows gives for runs still open then or begun since (the earlier ones do not change)."""
     lag = lag.sort_values("ts", kind="stable").reset_index(drop=True)
     first = lag.iloc[0]
+    if carried is not None:  # the last row before these: where the open runs stand, the bound before new ones
+        head = lag.iloc[:1].copy()
+        for k, v in dict(carried["last"], ts=pd.Timestamp(carried["last"]["ts"])).items():
+            head[k] = [v]
+        lag = pd.concat([head, lag], ignore_index=True)
+    opened = {} if carried is None else carried["open"]
     base = {k: first[k] for k in ("kind", "group_name", *SERIES_KEY)}
     base["partition"] = None if pd.isna(base["partition"]) else int(base["partition"])
     name = series_name(first)
@@ -654,7 +696,7 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float 
         "replication-lag", "warn", base, ts, np.nan_to_num(lag_s) > lag_threshold_s, lag_s, unit="s", threshold=lag_threshold_s,
         certainty=lambda s, e: "possible" if (methods[s : e + 1] == "extrapolated").any() else "certain", hole_s=hole_s,
         describe=lambda row, s, e: (f"{name}: lag reached {row['value_max']:.1f} s (over {lag_threshold_s:.0f} s) {_span(row)}",
-                                    LAG_ADVICE, None))
+                                    LAG_ADVICE, None), carried=opened.get("replication-lag"))
     status = lag["status"].fillna(OK).to_numpy()
     lags = numbers(lag["lag_messages"])
     for code in (WARN, STOP, STALL, REWIND):
@@ -664,8 +706,19 @@ def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float 
             unit="messages", threshold=None, hole_s=hole_s,
             certainty=lambda s, e, code=code: "certain" if code == STOP or observed[s : e + 1].all() else "possible",
             describe=lambda row, s, e, what=what, advice=advice: (
-                f"{name}: {what}, lag {row['value_last']:.0f} messages {_span(row)}", advice, None))
-    return contract_frame(out, REPLICATION_FINDINGS)
+                f"{name}: {what}, lag {row['value_last']:.0f} messages {_span(row)}", advice, None),
+            carried=opened.get(f"consumer-{code.lower()}"))
+    end = lag.iloc[-1]
+    carry = {"open": {row["code"]: row["_open"] for row in out if "_open" in row},
+             "last": {k: (int(utc_ns([end[k]])[0].astype("int64")) if k == "ts" else _plain(end[k])) for k in FINDING_INPUT}}
+    return contract_frame(out, REPLICATION_FINDINGS), carry
+
+
+def _plain(v):
+    """A cell as JSON takes it (numpy scalars as Python's; null as None)."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return None
+    return v.item() if isinstance(v, np.generic) else v
 
 
 # --- failover readiness (from gold failover_readiness) -------------------------------------------------------

@@ -11,11 +11,11 @@ bit for bit (the sums go on term by term in the same order), and a full run's st
 change.
 
 Findings are rewritten whole (they are few), from what is kept and what is recomputed:
-- per series with new lag rows: recomputed from its stored replication_lag rows since the row
-  before its earliest open finding (or its last stored tick when none is open); a run that began
-  there or before is stored and stays. That read is bounded by the open findings' length: a run of
-  lag or of a Burrow status that lasts reads its rows back each time (its value_max, certainty and
-  holes depend on them all).
+- per series with new lag rows: its findings from the new rows alone, in the same step. A series
+  carries its last row and, per finding code, the run still open at it (start, the bound before it,
+  largest value, certainty, ns of holes so far: analysis.lag.finding_rows' `carried`): an open
+  finding goes on from there (kept ones are the closed ones: new rows cannot change them), a new run
+  starts after the last row. Nothing of the stored replication_lag is read back.
 - Kafka cluster health and Artemis replica sync (flows isr, artemis-replica): recomputed from the
   whole history of each group with new rows. They need it: scrape rounds are fitted to a group's
   history (the median gap between a broker's scrapes and the widest gap between the brokers'
@@ -49,8 +49,8 @@ from pyspark.sql import types as T
 from analysis import lag as lag_module
 from analysis import mirror_lag as mirror_module
 from analysis import runs as runs_module
-from analysis.lag import (LAG_FLOWS, LAG_JOB, LAG_TABLES, SERIES_KEY, LagParams, LagRules, NotExact, broker_findings, instance_lag_carried,
-                          lag_findings, readiness_findings, series_key)
+from analysis.lag import (LAG_FLOWS, LAG_JOB, LAG_TABLES, SERIES_KEY, LagParams, LagRules, NotExact, broker_findings,
+                          instance_lag_carried, readiness_findings, series_findings_carried, series_key)
 from analysis.mirror_lag import MIRROR_FLOW, mirror_observations
 from analysis.runs import contract_frame, utc_ns
 from analysis.silver import SILVER_JOB
@@ -70,8 +70,11 @@ _NO_CARRY = pd.DataFrame(columns=_CARRY_COLUMNS)  # a full run: every series fro
 _IN = T.StructType([T.StructField("_scope", T.StringType()), *(f for f in REPLICATION_LAG.spark_schema().fields if f.name in _OBS),
                     T.StructField("throughput_per_s", T.DoubleType()), T.StructField("answered", T.BooleanType()),
                     T.StructField("_carry", T.StringType())])
-#: what it gives: replication_lag rows (`_scope` null) and carries (`_scope` series | instance | round | fallback)
+#: what it gives: replication_lag rows (`_scope` null), the findings of their series (`_scope` finding) and
+#: carries (`_scope` series | instance | round | fallback)
 _OUT = T.StructType([*(T.StructField(f.name, f.dataType, True) for f in REPLICATION_LAG.spark_schema().fields),
+                     *(T.StructField(f.name, f.dataType, True) for f in REPLICATION_FINDINGS.spark_schema().fields
+                       if f.name not in REPLICATION_LAG.column_names),
                      T.StructField("_scope", T.StringType()), T.StructField("_carry", T.StringType())])
 
 
@@ -94,12 +97,19 @@ def _carry_rows(instance: str, carries: dict[tuple, dict], last_ns: int | None, 
     return rows + list(extra)
 
 
-def _out(lag: pd.DataFrame, carries: list[dict]) -> pd.DataFrame:
-    carry = pd.DataFrame(carries, columns=[f.name for f in _OUT.fields])
-    frame = pd.concat([lag.assign(_scope=None, _carry=None), carry], ignore_index=True) if len(carry) else lag.assign(_scope=None, _carry=None)
-    for col in ("observed",):
-        frame[col] = frame[col].astype(object)
-    return frame[[f.name for f in _OUT.fields]]
+def _out(lag: pd.DataFrame, carries: list[dict], findings: pd.DataFrame | None = None) -> pd.DataFrame:
+    parts = [lag.assign(_scope=None, _carry=None), pd.DataFrame(carries, columns=[f.name for f in _OUT.fields])]
+    if findings is not None and len(findings):
+        parts.append(findings.assign(_scope="finding", _carry=None))
+    parts = [p.dropna(axis=1, how="all") for p in parts if len(p)]  # all-null columns come back by name below
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    frame = frame.reindex(columns=[f.name for f in _OUT.fields])
+    for f in _OUT.fields:
+        if isinstance(f.dataType, T.TimestampType):
+            frame[f.name] = pd.to_datetime(frame[f.name])
+        elif isinstance(f.dataType, (T.BooleanType, T.StringType)):  # None for null (a float NaN is no string)
+            frame[f.name] = frame[f.name].astype(object).where(frame[f.name].notna(), None)
+    return frame
 
 
 def _fallback(why: str) -> pd.DataFrame:
@@ -113,7 +123,22 @@ def _split(pdf: pd.DataFrame) -> tuple[dict[tuple, dict], int | None]:
     return carries, (_ns(inst.iloc[0]) if len(inst) else None)
 
 
-def instance_step(pdf: pd.DataFrame, rules: LagRules) -> pd.DataFrame:
+def with_findings(lag: pd.DataFrame, before: dict[tuple, dict], after: dict[tuple, dict], params: LagParams
+                  ) -> tuple[pd.DataFrame, dict[tuple, dict]]:
+    """The findings of the series with new rows in `lag` (analysis.lag.series_findings_carried, from what
+    `before` carried), and the carries of those series (`after`'s, with what the findings carry)."""
+    found, changed = [contract_frame([], REPLICATION_FINDINGS)], {}
+    for k, rows in (lag.groupby(SERIES_KEY, dropna=False, sort=False) if len(lag) else []):
+        key = series_key(k)
+        old = before.get(key)
+        frame, carry = series_findings_carried(rows, lag_threshold_s=params.lag_threshold, hole_s=params.hole_s,
+                                               carried=None if old is None else old["findings"])
+        found.append(frame)
+        changed[key] = {**after[key], "findings": carry}
+    return pd.concat(found, ignore_index=True), changed
+
+
+def instance_step(pdf: pd.DataFrame, params: LagParams) -> pd.DataFrame:
     """replication_lag rows and carries of ONE instance from its new lag observations and scrapes
     and what it carried (none: a full run, or a new instance)."""
     instance = pdf["instance"].iloc[0]
@@ -124,11 +149,12 @@ def instance_step(pdf: pd.DataFrame, rules: LagRules) -> pd.DataFrame:
     if stored_until is not None and len(new_ts) and new_ts.min().astype("int64") <= stored_until:
         return _fallback(f"{instance}: rows not later than stored ones")
     try:
-        lag, carries = instance_lag_carried(obs, health, rules=rules, carries=carries, stored_until_ns=stored_until)
+        lag, after = instance_lag_carried(obs, health, rules=LagRules.of(params), carries=carries, stored_until_ns=stored_until)
     except NotExact as e:
         return _fallback(str(e))
+    findings, changed = with_findings(lag, carries, after, params)
     last_ns = max([stored_until or -(2**63), *(new_ts.astype("int64"))]) if len(new_ts) or stored_until is not None else None
-    return _out(lag, _carry_rows(instance, carries, last_ns))
+    return _out(lag, _carry_rows(instance, changed, last_ns), findings)
 
 
 def replication_step(pdf: pd.DataFrame, params: LagParams) -> pd.DataFrame:
@@ -154,15 +180,16 @@ def replication_step(pdf: pd.DataFrame, params: LagParams) -> pd.DataFrame:
         obs = obs[utc_ns(obs["ts"]) != done.to_datetime64()]
         rounds = rounds[utc_ns(rounds["ts"]) != done.to_datetime64()]
     try:
-        lag, carries = instance_lag_carried(obs, rounds, rules=LagRules.of(params), carries=carries, stored_until_ns=stored_until)
+        lag, after = instance_lag_carried(obs, rounds, rules=LagRules.of(params), carries=carries, stored_until_ns=stored_until)
     except NotExact as e:
         return _fallback(str(e))
+    findings, changed = with_findings(lag, carries, after, params)
     extra = []
     if len(firsts):
         extra.append({"_scope": "round", "instance": name, "ts": pd.Timestamp(int(firsts[-1])),
                       "_carry": json.dumps({"first_ns": int(firsts[-1]), "facts": int(counts[-1])})})
     last_ns = int(firsts[-1]) if len(firsts) else stored_until
-    return _out(lag, _carry_rows(name, carries, last_ns, extra))
+    return _out(lag, _carry_rows(name, changed, last_ns, extra), findings)
 
 
 # --- Spark wiring --------------------------------------------------------------------------------------------
@@ -172,7 +199,7 @@ def _carry_frame(spark, carry: pd.DataFrame) -> DataFrame:
     return spark.createDataFrame(contract_frame(carry, LAG_CARRY), LAG_CARRY.spark_schema())
 
 
-def lag_rows(spark, repl: DataFrame, health: DataFrame, carry: pd.DataFrame, rules: LagRules) -> DataFrame:
+def lag_rows(spark, repl: DataFrame, health: DataFrame, carry: pd.DataFrame, params: LagParams) -> DataFrame:
     """The per-instance step over new (or all) observations and scrapes with the carries of their instances."""
     reported = F.col("lag_messages").isNotNull() | F.col("latency_ms").isNotNull()
     obs = (repl.where(F.col("flow").isin(list(LAG_FLOWS)) & reported).select(*_OBS)
@@ -184,7 +211,7 @@ def lag_rows(spark, repl: DataFrame, health: DataFrame, carry: pd.DataFrame, rul
         rows = rows.unionByName(stored, allowMissingColumns=True)
 
     def step(pdf: pd.DataFrame) -> pd.DataFrame:  # a plain function: Spark inspects it (a partial warns)
-        return instance_step(pdf, rules)
+        return instance_step(pdf, params)
 
     return _shaped(rows, _IN).groupBy("instance").applyInPandas(step, _OUT)
 
@@ -227,7 +254,7 @@ def _stored(spark, carry: pd.DataFrame, scopes: list[str]) -> DataFrame:
 
 def full_lag_rows(spark, repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
     """replication_lag rows of all observations and scrapes (no carries)."""
-    return _lag_part(lag_rows(spark, repl, health, _NO_CARRY, rules))
+    return _lag_part(lag_rows(spark, repl, health, _NO_CARRY, LagParams(**{k: getattr(rules, k) for k in LagRules.__dataclass_fields__})))
 
 
 def full_mirror_rows(spark, offsets: DataFrame, params: LagParams) -> DataFrame:
@@ -239,9 +266,13 @@ def _lag_part(out: DataFrame) -> DataFrame:
     return out.where(F.col("_scope").isNull()).select(*REPLICATION_LAG.column_names)
 
 
+def _findings_part(out: DataFrame) -> DataFrame:
+    return out.where(F.col("_scope") == "finding").select(*REPLICATION_FINDINGS.column_names)
+
+
 def _carries(out: DataFrame) -> pd.DataFrame:
     """The carries a step gave (collected: one row per series, instance and round), fallback rows included."""
-    rows = out.where(F.col("_scope").isNotNull()).select(
+    rows = out.where(F.col("_scope").isNotNull() & (F.col("_scope") != "finding")).select(
         F.col("_scope").alias("scope"), *(c for c in _CARRY_COLUMNS if c not in ("scope", "carry")), F.col("_carry").alias("carry"))
     return rows.toPandas()
 
@@ -290,17 +321,17 @@ def lag_full(slh, params: LagParams, mark: Watermark, versions: dict, say) -> di
     spark, info = slh.spark, mark.commit_info()
     repl = slh.read("replication_stats")
     say("gold replication_lag")
-    out = lag_rows(spark, repl, slh.read("collector_health"), _NO_CARRY, LagRules.of(params)).unionByName(
+    out = lag_rows(spark, repl, slh.read("collector_health"), _NO_CARRY, params).unionByName(
         mirror_rows(spark, slh.read("kafka_offsets"), _NO_CARRY, params)).cache()
     counts = {"replication_lag": slh.write("replication_lag", _lag_part(out), commit_info=info)}
     carries = _carries(out)
-    out.unpersist()
     say("gold replication_findings")
     findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=params.follower_lag_messages,
                                grace_s=params.replica_sync_grace, hole_s=params.hole_s).unionByName(
-        lag_findings(slh.read("replication_lag"), lag_threshold_s=params.lag_threshold, hole_s=params.hole_s)).unionByName(
+        _findings_part(out)).unionByName(
         readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s, hole_s=params.hole_s))
     counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
+    out.unpersist()
     groups = [r.group_name for r in repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()]
     carries = pd.concat([carries, pd.DataFrame([_input_row(versions, _kafka_mark(slh), groups)])], ignore_index=True)
     slh.write("lag_carry", _carry_frame(spark, carries), commit_info=info)
@@ -327,9 +358,8 @@ def lag_increment(slh, params: LagParams, mark: Watermark, versions: dict, carry
                           or not _kafka_appended(slh, kafka_then["bronze_kafka"], carry)):
         say("gold replication_lag: kafka_offsets no longer holds the facts it held, recomputing")
         return None
-    rules = LagRules.of(params)
     new_repl, new_health = appended["replication_stats"].new, appended["collector_health"].new
-    parts = lag_rows(spark, new_repl, new_health, carry, rules)
+    parts = lag_rows(spark, new_repl, new_health, carry, params)
     if kafka_changed:
         parts = parts.unionByName(mirror_rows(spark, slh.read("kafka_offsets"), carry, params))
     out = parts.cache()
@@ -342,35 +372,30 @@ def lag_increment(slh, params: LagParams, mark: Watermark, versions: dict, carry
     say(f"gold replication_lag (incremental: silver up to bronze version {mark.input_version})")
     info = mark.commit_info()
     slh.write("replication_lag", _lag_part(out), mode="append", commit_info=info)
-    out.unpersist()
     counts = {"replication_lag": slh.lakehouse.count("replication_lag")}
 
     say("gold replication_findings (incremental)")
-    old_series = carry[carry["scope"] == "series"]
-    touched = fresh[fresh["scope"] == "series"]
+    touched = set(_key_of(fresh[fresh["scope"] == "series"]))
     stored = slh.lakehouse.read("replication_findings").to_pandas()
-    resume = resume_points(stored, old_series, touched)
     groups_new = {r.group_name for r in new_repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()}
     fact_groups = set(inputs["fact_groups"]) | groups_new
     state_groups = {r.group_name for r in appended["broker_state"].new.select("group_name").distinct().collect()}
     groups = sorted(groups_new | (state_groups & fact_groups))
     readiness_changed = versions["failover_readiness"] != then["failover_readiness"]
-    kept = kept_findings(stored, resume, groups, readiness_changed)
-    found = [spark.createDataFrame(contract_frame(kept, REPLICATION_FINDINGS), REPLICATION_FINDINGS.spark_schema())]
-    if resume:
-        found.append(resumed_lag_findings(slh, resume, params))
+    kept = kept_findings(stored, touched, groups, readiness_changed)
+    findings = spark.createDataFrame(contract_frame(kept, REPLICATION_FINDINGS), REPLICATION_FINDINGS.spark_schema()).unionByName(
+        _findings_part(out))
     if groups:
         names = F.broadcast(spark.createDataFrame([(g,) for g in groups], "group_name string"))
-        found.append(broker_findings(slh.read("broker_state").join(names, "group_name", "left_semi"),
-                                     slh.read("replication_stats").where(F.col("flow").isin(*GROUP_FLOWS)).join(names, "group_name", "left_semi"),
-                                     follower_lag_messages=params.follower_lag_messages, grace_s=params.replica_sync_grace,
-                                     hole_s=params.hole_s))
+        findings = findings.unionByName(broker_findings(
+            slh.read("broker_state").join(names, "group_name", "left_semi"),
+            slh.read("replication_stats").where(F.col("flow").isin(*GROUP_FLOWS)).join(names, "group_name", "left_semi"),
+            follower_lag_messages=params.follower_lag_messages, grace_s=params.replica_sync_grace, hole_s=params.hole_s))
     if readiness_changed:
-        found.append(readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s, hole_s=params.hole_s))
-    findings = found[0]
-    for f in found[1:]:
-        findings = findings.unionByName(f)
+        findings = findings.unionByName(readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s,
+                                                           hole_s=params.hole_s))
     counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
+    out.unpersist()
 
     replaced = set(_carry_keys(fresh))
     old = carry[carry["scope"] != "input"]
@@ -397,63 +422,21 @@ def _kafka_appended(slh, since: int, carry: pd.DataFrame) -> bool:
     return True
 
 
-# --- findings: what is kept, where series resume -------------------------------------------------------------
+# --- findings: what is kept ------------------------------------------------------------------------------------
 
 
 def _key_of(frame: pd.DataFrame) -> list[tuple]:
     return [series_key(k) for k in frame[SERIES_KEY].itertuples(index=False)]
 
 
-def resume_points(stored: pd.DataFrame, old_series: pd.DataFrame, touched: pd.DataFrame) -> dict[tuple, int | None]:
-    """Per series with new lag rows: the tick (ns) its findings are recomputed from (None: its first)
-    — the row before its earliest open finding, else its last stored tick (module doc)."""
-    last_tick = {k: json.loads(c)["last_tick_ns"] for k, c in zip(_key_of(old_series), old_series["carry"])}
-    series = stored[stored["flow"].isin([*LAG_FLOWS, MIRROR_FLOW])] if len(stored) else stored
-    opens: dict[tuple, list] = {}
-    for k, is_open, lower in zip(_key_of(series), series.get("is_open", []), series.get("start_lower", [])):
-        if is_open:
-            opens.setdefault(k, []).append(lower)
-    out = {}
-    for k in _key_of(touched):
-        if k not in last_tick:
-            out[k] = None
-        elif k in opens:
-            out[k] = None if any(pd.isna(x) for x in opens[k]) else min(_ns(x) for x in opens[k])
-        else:
-            out[k] = last_tick[k]
-    return out
-
-
-def kept_findings(stored: pd.DataFrame, resume: dict[tuple, int | None], groups: list[str], readiness_changed: bool) -> pd.DataFrame:
-    """Stored findings an incremental run leaves as they are: of series without new rows, or begun at or
-    before the series' resume point; of groups without new rows; readiness ones when failover_readiness
-    did not change."""
+def kept_findings(stored: pd.DataFrame, touched: set[tuple], groups: list[str], readiness_changed: bool) -> pd.DataFrame:
+    """Stored findings an incremental run leaves as they are: of series without new rows, and the closed
+    ones of the others (their open ones come again, gone on: analysis.lag.finding_rows' `carried`); of
+    groups without new rows; readiness ones when failover_readiness did not change."""
     if stored.empty:
         return stored
     flow = stored["flow"]
-    keys = _key_of(stored)
-    starts = [_ns(t) for t in stored["start_ts"]]
-    series_keep = [k not in resume or (resume[k] is not None and s <= resume[k]) for k, s in zip(keys, starts)]
+    reopened = [k in touched and bool(o) for k, o in zip(_key_of(stored), stored["is_open"])]
     keep = np.where(flow.isin(GROUP_FLOWS), ~stored["group_name"].isin(groups),
-                    np.where(flow == "failover-readiness", not readiness_changed, series_keep))
+                    np.where(flow == "failover-readiness", not readiness_changed, ~np.asarray(reopened, dtype=bool)))
     return stored[keep.astype(bool)]
-
-
-def resumed_lag_findings(slh, resume: dict[tuple, int | None], params: LagParams) -> DataFrame:
-    """Findings of the series with new rows from their rows since their resume points, those begun after it."""
-    spark = slh.spark
-    schema = ", ".join(f"{k} {'int' if k == 'partition' else 'string'}" for k in SERIES_KEY) + ", _from long"
-    points = spark.createDataFrame([(*k, None if r is None else r // 1000) for k, r in resume.items()], schema)
-    points = F.broadcast(points.select(*(F.col(k).alias("_" + k) for k in SERIES_KEY), "_from"))
-    cond = None
-    for k in SERIES_KEY:
-        c = F.col(k).eqNullSafe(F.col("_" + k))
-        cond = c if cond is None else cond & c
-    rows = slh.read("replication_lag")
-    if all(r is not None for r in resume.values()):
-        rows = rows.where(F.col("ts") >= F.timestamp_micros(F.lit(min(resume.values()) // 1000)))  # Parquet skips the rest
-    after = F.col("_from").isNull() | (F.unix_micros("ts") >= F.col("_from"))
-    rows = rows.join(points, cond).where(after).select(*REPLICATION_LAG.column_names)
-    found = lag_findings(rows, lag_threshold_s=params.lag_threshold, hole_s=params.hole_s)
-    begun_after = F.col("_from").isNull() | (F.unix_micros("start_ts") > F.col("_from"))
-    return found.join(points, cond).where(begun_after).select(*REPLICATION_FINDINGS.column_names)

@@ -58,10 +58,7 @@ def run_bounds(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     last_ts = ts if last_ts is None else last_ts
     n = len(ts)
     before, after = starts - 1, ends + 1
-    gap_ns = (ts[1:] - last_ts[:-1]).astype("timedelta64[ns]").astype("int64") if n > 1 else np.zeros(0, dtype=np.int64)
-    # ns of holes up to each observation, summed in integers: a run's share is the same whichever
-    # observation the sum starts from (an incremental run resumes from a later one, bit for bit)
-    in_holes = np.concatenate(([0], np.cumsum(np.where(gap_ns / 1e9 > hole_s, gap_ns, 0))))
+    in_holes = holes_ns_upto(ts, last_ts, hole_s)
     return {
         "start_ts": ts[starts],
         "start_lower": np.where(before >= 0, last_ts[np.clip(before, 0, max(n - 1, 0))], NAT),
@@ -70,6 +67,14 @@ def run_bounds(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         "is_open": after >= n,
         "unobserved_s": (in_holes[ends] - in_holes[starts]) / 1e9 if n else np.zeros(0),
     }
+
+
+def holes_ns_upto(ts: np.ndarray, last_ts: np.ndarray, hole_s: float = math.inf) -> np.ndarray:
+    """ns of holes (stretches longer than `hole_s` between two observations) up to each observation,
+    summed in integers: a run's share is the same whichever observation the sum starts from (an
+    incremental run goes on from a later one, to the bit)."""
+    gap_ns = (ts[1:] - last_ts[:-1]).astype("timedelta64[ns]").astype("int64") if len(ts) > 1 else np.zeros(0, dtype=np.int64)
+    return np.concatenate(([0], np.cumsum(np.where(gap_ns / 1e9 > hole_s, gap_ns, 0))))
 
 
 def observed_certainty(certainty, unobserved_s):

@@ -6,7 +6,6 @@ and on generated series; rows older than stored ones fall back to the full run."
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from datetime import datetime, timedelta, timezone
@@ -16,16 +15,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+import yaml
 
 from analysis.lag import LAG_TABLES, LagParams, run_lag
 from analysis.params import analysis_params
 from analysis.readiness import run_readiness
 from analysis.silver import run_silver
-from collectors.replay import replay
 from lakehouse.spark import SparkLakehouse
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
-from tests.recordings import fixture_config
+from tests.test_incremental import config, recording_lines
+from tests.test_incremental_findings import full_run, in_parts
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -45,28 +45,6 @@ def lag_jobs(cfg, spark, said: list[str], full: bool = False) -> None:
     if slh.lakehouse.exists("bronze_kafka"):
         run_readiness(slh, params.readiness, progress=said.append, full=full)
     run_lag(slh, params.lag, progress=said.append, full=full)
-
-
-def lines_of(recording: Path) -> list[str]:
-    return [line for line in gzip.open(recording, "rt").read().splitlines() if line.strip()]
-
-
-def analysed_in_parts(cfg, lines: list[str], cuts: list[int], workdir: Path, spark) -> list[str]:
-    said: list[str] = []
-    for i, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(lines)])):
-        part = workdir / f"part{i}.jsonl"
-        part.write_text("\n".join(lines[a:b]) + "\n")
-        replay(cfg, part)
-        lag_jobs(cfg, spark, said)
-    return said
-
-
-def analysed_in_full(cfg, lines: list[str], workdir: Path, spark) -> Lakehouse:
-    whole = workdir / "whole.jsonl"
-    whole.write_text("\n".join(lines) + "\n")
-    replay(cfg, whole)
-    lag_jobs(cfg, spark, [], full=True)
-    return Lakehouse(cfg.lakehouse_root())
 
 
 def assert_incremental_equals_full(inc: Lakehouse, full: Lakehouse) -> dict[str, list]:
@@ -92,13 +70,14 @@ DRILLS = [
 
 @pytest.mark.parametrize("stem, cuts, flows, codes", DRILLS)
 def test_a_drill_analysed_in_parts_gives_the_full_runs_lag_rows_and_findings(stem, cuts, flows, codes, tmp_path, spark):
-    data = FIX / f"{stem}.yaml"
-    lines = lines_of(FIX / f"{stem}.jsonl.gz")
-    inc = fixture_config(data, tmp_path / "inc")
-    said = analysed_in_parts(inc, lines, cuts, tmp_path, spark)
+    data = yaml.safe_load((FIX / f"{stem}.yaml").read_text())
+    lines = recording_lines([FIX / f"{stem}.jsonl.gz"])
+    inc = config(data, tmp_path / "inc")
+    said: list[str] = []
+    in_parts(inc, lines, cuts, tmp_path, lambda: lag_jobs(inc, spark, said))
     increments = [m for m in said if "replication_lag (incremental" in m]
-    assert len(increments) == len(cuts), said  # every part after the first went on from the carries
-    full = analysed_in_full(fixture_config(data, tmp_path / "full"), lines, tmp_path, spark)
+    assert len(increments) == len(cuts), [m for m in said if "recomputing" in m or "full" in m or "lag" in m]
+    full = full_run(data, lines, tmp_path, lambda cfg: lag_jobs(cfg, spark, [], full=True))
     assert_incremental_equals_full(Lakehouse(inc.lakehouse_root()), full)
     assert set(full.read("replication_lag", columns=["flow"]).column("flow").to_pylist()) == flows
     assert codes <= set(full.read("replication_findings", columns=["code"]).column("code").to_pylist())
