@@ -56,14 +56,17 @@ STEP_US = 1_000_000
 # --- data -----------------------------------------------------------------------------------------------
 
 
-def group_states(rng: np.random.Generator, ticks: int) -> tuple[np.ndarray, np.ndarray]:
+def group_states(rng: np.random.Generator, ticks: int, event_every: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """States (1 active, 0 inactive, -1 unanswered) and JVM starts (ms, relative) of the two
-    instances of one group over `ticks` scrapes."""
+    instances of one group over `ticks` scrapes: 4 to 11 events (failovers, hand-overs, split
+    brains, restarts), or about one per `event_every` scrapes."""
     state = np.zeros((2, ticks), np.int8)
     jvm = np.zeros((2, ticks), np.float64)
     live = 0
     state[0, :] = 1
-    events = np.sort(rng.choice(np.arange(60, ticks - 60, 40), size=int(rng.integers(4, 12)), replace=False))
+    slots = np.arange(60, ticks - 60, 40)
+    count = int(rng.integers(4, 12)) if event_every is None else min(len(slots), max(1, round(ticks / event_every)))
+    events = np.sort(rng.choice(slots, size=count, replace=False))
     for f in events:
         old, new = live, 1 - live
         kind = rng.choice(["crash", "clean", "split", "restart"], p=[0.55, 0.2, 0.15, 0.1])
@@ -93,13 +96,20 @@ def group_states(rng: np.random.Generator, ticks: int) -> tuple[np.ndarray, np.n
 
 def generate(groups: int, obs: int, extra: int, seed: int = 7) -> tuple[pa.Table, pa.Table]:
     """broker_state rows: `obs` observations per instance, then `extra` more (the new data)."""
+    parts = generate_parts(groups, obs + extra, [slice(0, obs), slice(obs, obs + extra)], seed)
+    return next(parts), next(parts)
+
+
+def generate_parts(groups: int, ticks: int, parts: list[slice], seed: int = 7, event_every: int | None = None):
+    """The rows of `generate` over `ticks` observations per instance, one table per slice of
+    observations in `parts`, each sorted by time: a long history appended part by part (as
+    collectors append it) without holding it all in memory as one table."""
     rng = np.random.default_rng(seed)
-    ticks = obs + extra
     n_inst = groups * 2
     states = np.empty((n_inst, ticks), np.int8)
     jvms = np.empty((n_inst, ticks), np.float64)
     for g in range(groups):
-        states[2 * g:2 * g + 2], jvms[2 * g:2 * g + 2] = group_states(rng, ticks)
+        states[2 * g:2 * g + 2], jvms[2 * g:2 * g + 2] = group_states(rng, ticks, event_every)
     offset_us = (rng.integers(0, 500_000, n_inst) // 1000) * 1000
     jitter_us = rng.integers(0, 30, (n_inst, ticks)) * 1000
     t0_us = int(T0.timestamp() * 1_000_000)
@@ -137,7 +147,8 @@ def generate(groups: int, obs: int, extra: int, seed: int = 7) -> tuple[pa.Table
     def by_time(t: pa.Table) -> pa.Table:  # as collectors append them: oldest first
         return t.sort_by([("ts", "ascending")])
 
-    return by_time(table(slice(0, obs))), by_time(table(slice(obs, ticks)))
+    for part in parts:
+        yield by_time(table(part))
 
 
 # --- DuckDB: the same intervals, failovers and overlaps in SQL ----------------------------------------------
@@ -452,17 +463,26 @@ def history_sweep(args, paths: list[str], say, work: str) -> int:
     say(f"Spark local[2] started and warmed up on {', '.join(paths)} (not counted)")
     for size in sizes:
         obs = size // instances
-        base, extra = generate(args.groups, obs, step * args.increments)
-        ticks = pc.cast(pc.struct_field(pc.extract_regex(extra.column("obs_key"), r"/(?P<t>\d+)$"), "t"), pa.int64())
+        chunks = [slice(lo, min(lo + 2_000, obs)) for lo in range(0, obs, 2_000)]  # 4 M rows per append at 1,000 instances
+        parts = generate_parts(args.groups, obs + step * args.increments, [*chunks, slice(obs, obs + step * args.increments)],
+                               event_every=1_000)  # the same density of events at every size
+        history = [next(parts) for _ in chunks] if len(paths) > 1 else None
+        extra = None
         for path in paths:
             lh = Lakehouse(os.path.join(work, f"history-{size}-{path}"))
-            lh.overwrite("broker_state", base)
+            history_rows = 0
+            for i, chunk in enumerate(history or (next(parts) for _ in chunks)):
+                (lh.append if i else lh.overwrite)("broker_state", chunk)
+                history_rows += chunk.num_rows
+            if extra is None:
+                extra = next(parts)
+                ticks = pc.cast(pc.struct_field(pc.extract_regex(extra.column("obs_key"), r"/(?P<t>\d+)$"), "t"), pa.int64())
             slh = SparkLakehouse(spark, lh, mode=path)
             said: list[str] = []
             t = time.perf_counter()
             run_gold(slh, said.append, full=True)
             full_s = time.perf_counter() - t
-            say(f"{path}: {base.num_rows:,} rows of history, full run {full_s:.2f} s")
+            say(f"{path}: {history_rows:,} rows of history, full run {full_s:.2f} s")
             inc = []
             for i in range(args.increments):
                 lo = obs + i * step
@@ -479,13 +499,13 @@ def history_sweep(args, paths: list[str], say, work: str) -> int:
             t = time.perf_counter()
             run_gold(slh, lambda m: None, full=True)
             full2_s = time.perf_counter() - t
-            if any(sorted(map(repr, lh.read(table).to_pylist())) != rows for table, rows in after.items()):
+            if any(sorted(map(repr, lh.read(table).to_pylist())) != stored for table, stored in after.items()):
                 raise AssertionError(f"{path}, {size:,} rows: the incremental runs differ from a full run")
             say(f"{path}: full run on everything {full2_s:.2f} s; incremental = full in " + ", ".join(
-                f"{table} ({len(rows)})" for table, rows in after.items()))
-            results.append((path, base.num_rows, full_s, full2_s, inc))
+                f"{table} ({len(stored)})" for table, stored in after.items()))
+            results.append((path, history_rows, full_s, full2_s, inc))
             shutil.rmtree(lh.root, ignore_errors=True)
-        del base, extra
+        del history, extra
     spark.stop()
     print()
     print(f"new rows per incremental run: {step * instances:,} ({args.groups} groups x 2 instances x {step}); "
