@@ -19,8 +19,13 @@ pub mod rx;
 pub mod sstr;
 pub mod ts;
 pub mod unified;
+pub mod unified_concurrent;
 pub mod unified_gc;
+pub mod unified_gc_match;
+pub mod unified_pause;
 pub mod unified_scan;
+pub mod unified_shenandoah;
+pub mod unified_zgc;
 pub mod vocab;
 pub mod young;
 

@@ -1,5 +1,5 @@
 //! JDK 9+ unified logging handler (`_unified.UnifiedHandler`): decorators, lines without a
-//! GC id, per-id state.  GC(n) lines are in unified_gc.rs.
+//! GC id, per-id state.  GC(n) lines are in unified_gc.rs (and the files it names).
 
 use crate::out::Out;
 use crate::core::{Owner, EVENT, IGNORED, UNKNOWN};

@@ -1,4 +1,4 @@
-//! Hand-written scanners for the unified `GC(n)` message patterns of unified_gc.rs (pause,
+//! Hand-written scanners for the unified `GC(n)` message patterns of unified_gc_match.rs (pause,
 //! concurrent, ZGC cycle and generation lines, CPU times, G1 regions, generation sizes) and
 //! the safepoint line.  The regex crate ran these through its bounded backtracker (a few
 //! thousand instructions a line); these are one forward pass.

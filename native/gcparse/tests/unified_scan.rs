@@ -4,7 +4,7 @@ mod common;
 
 use brokerscope_gcparse::rx::Re;
 use brokerscope_gcparse::unified::plain_res;
-use brokerscope_gcparse::unified_gc::res;
+use brokerscope_gcparse::unified_gc_match::res;
 use brokerscope_gcparse::unified_scan::{self as scan, plain, GcEnd, GcStart};
 use proptest::prelude::*;
 
