@@ -40,6 +40,13 @@ struct Cur<'a> {
 }
 
 impl<'a> Cur<'a> {
+    /// The text from `start` to `end`: the scanner cuts only next to ASCII bytes it matched.
+    #[inline(always)]
+    fn text(&self, start: usize, end: usize) -> &'a str {
+        debug_assert!(self.s.is_char_boundary(start) && self.s.is_char_boundary(end));
+        // SAFETY: start <= end <= len, both next to matched ASCII bytes: char boundaries
+        unsafe { self.s.get_unchecked(start..end) }
+    }
     #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
@@ -105,7 +112,7 @@ impl<'a> Cur<'a> {
         if k == 0 {
             return None;
         }
-        Some((&self.s[start..self.i], if n + k <= 19 { ratio(m, k) } else { None }))
+        Some((self.text(start, self.i), if n + k <= 19 { ratio(m, k) } else { None }))
     }
     /// `(?P<x>\d{1,15})K`: the text and its value (at most 15 digits: always an i64)
     #[inline(always)]
@@ -116,7 +123,7 @@ impl<'a> Cur<'a> {
         if !(1..=15).contains(&n) || !self.lit("K") {
             return None;
         }
-        Some((&self.s[start..start + n], v as i64))
+        Some((self.text(start, start + n), v as i64))
     }
     /// `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.,]\d{3}[+-]\d{4}` (a prefix date stamp)
     fn date(&mut self) -> Option<&'a str> {
@@ -137,7 +144,7 @@ impl<'a> Cur<'a> {
             && self.one_of(b"+-")
             && self.exact_digits(4);
         if ok {
-            Some(&self.s[start..self.i])
+            Some(self.text(start, self.i))
         } else {
             self.i = start;
             None
@@ -183,7 +190,7 @@ pub fn scan_young(line: &str) -> Option<Young<'_>> {
         if c.digits() == 0 {
             return None;
         }
-        y.gcid = Some(&line[start..c.i]);
+        y.gcid = Some(c.text(start, c.i));
         if !c.lit(":") {
             return None;
         }
@@ -238,7 +245,7 @@ fn scan_cause<'a>(c: &mut Cur<'a>, y: &mut Young<'a>) -> Option<()> {
     if !c.lit(")") {
         return None;
     }
-    y.cause = Some(&c.s[start..end]);
+    y.cause = Some(c.text(start, end));
     Some(())
 }
 
@@ -251,7 +258,7 @@ fn scan_sizes<'a>(c: &mut Cur<'a>, y: &mut Young<'a>) -> Option<()> {
     if !(c.lit("DefNew") || c.lit("ParNew") || c.lit("PSYoungGen")) {
         return None;
     }
-    y.gen = &c.s[start..c.i];
+    y.gen = c.text(start, c.i);
     let lit = |c: &mut Cur<'a>, l: &str| c.lit(l).then_some(());
     lit(c, ": ")?;
     (y.yb, y.kb[3]) = c.kb()?;
