@@ -87,21 +87,20 @@ def minutes_increment(slh, appended, mark: Watermark, say) -> None:
     rewritten with the stored rows of their other minutes. Commits that added no row: an empty
     commit that only moves the watermark (the dashboard trusts the rollup at broker_state's
     current version only)."""
-    touched = appended.new.select("obs_date", minute_of().alias("minute")).distinct().cache()
-    span = touched.agg(F.collect_set("obs_date").alias("days"), F.min("minute").alias("lo"),
-                       F.max("minute").alias("hi")).first()
-    days = sorted(span.days or [])
+    touched = [(r.obs_date, r.m) for r in appended.new.select(
+        "obs_date", F.unix_micros(minute_of()).alias("m")).distinct().collect()]  # a few per analysis
+    days = sorted({day for day, _ in touched})
     if not days:
-        touched.unpersist()
         say("gold broker_minutes: no new broker_state rows (watermark moved)")
         slh.write("broker_minutes", slh.read("broker_minutes").limit(0), mode="append", commit_info=mark.commit_info())
         return
     say(f"gold broker_minutes (incremental: broker_state up to version {mark.input_version}, {len(days)} day(s))")
-    keys = F.broadcast(touched)
+    keys = F.broadcast(slh.spark.createDataFrame(touched, "obs_date string, m long")
+                       .select("obs_date", F.timestamp_micros("m").alias("minute")))
+    lo, hi = min(m for _, m in touched), max(m for _, m in touched) + MINUTE_US
     state = (slh.read_partitions("broker_state", "obs_date", days, STATE_INPUT)
-             .where((F.col("ts") >= F.lit(span.lo)) & (F.col("ts") < F.lit(span.hi) + F.expr("INTERVAL 1 MINUTE")))
+             .where((F.col("ts") >= F.timestamp_micros(F.lit(lo))) & (F.col("ts") < F.timestamp_micros(F.lit(hi))))
              .withColumn("minute", minute_of()).join(keys, ["obs_date", "minute"], "left_semi"))
     kept = slh.read_partitions("broker_minutes", "obs_date", days).join(keys, ["obs_date", "minute"], "left_anti")
     slh.write("broker_minutes", kept.unionByName(broker_minutes(state)), replace_where=_in_dates(days),
               commit_info=mark.commit_info())
-    touched.unpersist()
