@@ -662,7 +662,7 @@ def series_name(row) -> str:
 
 def series_findings(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float = math.inf) -> pd.DataFrame:
     """replication-lag and consumer-<status> findings of ONE series from its replication_lag rows."""
-    return series_findings_carried(lag, lag_threshold_s=lag_threshold_s, hole_s=hole_s)[0]
+    return contract_frame(series_findings_carried(lag, lag_threshold_s=lag_threshold_s, hole_s=hole_s)[0], REPLICATION_FINDINGS)
 
 
 #: what the findings of a series read of its replication_lag rows (the last one is carried)
@@ -670,8 +670,8 @@ FINDING_INPUT = ("ts", "observed", "lag_s", "lag_s_method", "status", "lag_messa
 
 
 def series_findings_carried(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s: float = math.inf,
-                            carried: dict | None = None) -> tuple[pd.DataFrame, dict]:
-    """`series_findings`, and what a later call needs to go on (`last`: the last row's FINDING_INPUT,
+                            carried: dict | None = None) -> tuple[list[dict], dict]:
+    """`series_findings` (as rows: contract_frame them, once for many series), and what a later call needs to go on (`last`: the last row's FINDING_INPUT,
     `open`: per code the run still open at it, finding_rows' `_open`). With `carried` (what an
     earlier call gave), `lag` holds the rows after its last one: the findings are those a call over
     all rows gives for runs still open then or begun since (the earlier ones do not change)."""
@@ -711,7 +711,7 @@ def series_findings_carried(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s
     end = lag.iloc[-1]
     carry = {"open": {row["code"]: row["_open"] for row in out if "_open" in row},
              "last": {k: (int(utc_ns([end[k]])[0].astype("int64")) if k == "ts" else _plain(end[k])) for k in FINDING_INPUT}}
-    return contract_frame(out, REPLICATION_FINDINGS), carry
+    return out, carry
 
 
 def _plain(v):

@@ -127,15 +127,15 @@ def with_findings(lag: pd.DataFrame, before: dict[tuple, dict], after: dict[tupl
                   ) -> tuple[pd.DataFrame, dict[tuple, dict]]:
     """The findings of the series with new rows in `lag` (analysis.lag.series_findings_carried, from what
     `before` carried), and the carries of those series (`after`'s, with what the findings carry)."""
-    found, changed = [contract_frame([], REPLICATION_FINDINGS)], {}
+    found, changed = [], {}
     for k, rows in (lag.groupby(SERIES_KEY, dropna=False, sort=False) if len(lag) else []):
         key = series_key(k)
         old = before.get(key)
         frame, carry = series_findings_carried(rows, lag_threshold_s=params.lag_threshold, hole_s=params.hole_s,
                                                carried=None if old is None else old["findings"])
-        found.append(frame)
+        found += frame
         changed[key] = {**after[key], "findings": carry}
-    return pd.concat(found, ignore_index=True), changed
+    return contract_frame(found, REPLICATION_FINDINGS), changed
 
 
 def instance_step(pdf: pd.DataFrame, params: LagParams) -> pd.DataFrame:
