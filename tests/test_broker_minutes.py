@@ -140,6 +140,7 @@ def test_increments_equal_one_full_run_on_generated_rows(generated, tmp_path, sp
     assert table_rows(lh) == table_rows(full)
 
 
+@pytest.mark.xdist_group(recordings.group(RECORDING))
 def test_increments_equal_one_full_run_on_a_real_recording(analysed_recordings, tmp_path, spark):
     """The classic replication pair's link-cut drill (4 min of Artemis scrapes, the backup activates: a split
     brain); `analyze` wrote its broker_minutes in full."""
@@ -152,10 +153,6 @@ def test_increments_equal_one_full_run_on_a_real_recording(analysed_recordings, 
     assert sum("incremental" in m for m in said) == len(parts) - 1, "\n".join(said)
     assert table_rows(lh) == table_rows(drill.lh) == approx_rows(python_rollup(state.to_pylist()))
     assert any(r["state_changes"] for r in table_rows(lh))
-
-
-test_increments_equal_one_full_run_on_a_real_recording = pytest.mark.xdist_group(recordings.group(RECORDING))(
-    test_increments_equal_one_full_run_on_a_real_recording)
 
 
 def test_only_the_partitions_new_rows_fall_in_are_rewritten(generated, tmp_path, spark):
