@@ -185,6 +185,7 @@ class JolokiaClient:
         verify: bool | str = True,
         transport: httpx.AsyncBaseTransport | None = None,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
+        keepalive: float = 5.0,
     ) -> None:
         self.url = url
         self.name = name or url
@@ -207,7 +208,11 @@ class JolokiaClient:
             verify=verify,
             follow_redirects=False,
             transport=transport,
-            limits=httpx.Limits(max_connections=2, max_keepalive_connections=1),
+            # `keepalive`: how long an idle connection may wait for the next exchange (httpx's 5 s by
+            # default). An expired one is only closed at the next exchange, so a shorter keep-alive than
+            # the scrape interval holds the socket just as long, reusing it never: a new connection per
+            # scrape (the collector passes its interval, see collectors.scraper.keepalive)
+            limits=httpx.Limits(max_connections=2, max_keepalive_connections=1, keepalive_expiry=keepalive),
         )
 
     async def __aenter__(self) -> "JolokiaClient":

@@ -8,6 +8,7 @@ bulk POST; its envelope goes to the optional recording at once and to bronze in 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import math
 import signal
@@ -43,6 +44,37 @@ def scrape_timeout(target_timeout: float, interval: float) -> float:
     piling up — so a hanging target is scraped every max(interval, 1 s), not every interval."""
     return min(target_timeout, max(interval, 1.0))
 
+
+def keepalive(interval: float) -> float:
+    """How long a target's idle connection is kept for its next scrape: one interval and 1 s (the
+    gap between two scrapes never exceeds the interval, collectors.schedule), at least httpx's 5 s.
+    With httpx's 5 s at a 10 s interval every scrape opened a new connection, and the old one,
+    closed only at that next scrape, lived 10 s: ~55 tracked objects per scrape reached Python's
+    oldest GC generation and set off a full collection every ~5 s at 1,500 targets (BENCHMARKS.md,
+    P16). A server that closed the idle connection first is seen before reuse (httpcore: the socket
+    reads EOF); one closed while the request is on its way is a reset, retried once."""
+    return max(5.0, interval + 1.0)
+
+
+def freeze_long_lived(interval: float) -> asyncio.TimerHandle:
+    """Keep what lives as long as a collector run out of Python's full garbage collections
+    (gc.freeze: tracked objects move to a generation no collection walks; reference counting still
+    frees them). A full collection walks every tracked object and stops the event loop meanwhile: at
+    1,500 targets ~250,000 objects, 100-400 ms on the bench's core, which set the scrapes' p99
+    (BENCHMARKS.md, P16). Called twice per run, returns the handle of the second call:
+      - now, the set-up built: modules, config, one httpx client and one loop task per target
+        (~100,000 objects, then ~90 per target);
+      - after the first round (one interval and 1 s: the first scrapes are spread over one interval),
+        as each target's connection is only made at its first scrape (~30 objects per target).
+    Not again: later objects are churn or replace frozen ones (a reconnect), and a frozen object that
+    dies in a reference cycle is only freed after gc.unfreeze(), so periodic freezes would leak. A new
+    run (other targets) freezes its own set-up; its end unfreezes (Collector.run), so what was frozen
+    and died meanwhile goes to the next full collection. Process-wide: two runs at once in one
+    process share the frozen set, and the first to end unfreezes it (slower collections, no leak)."""
+    gc.freeze()
+    return asyncio.get_running_loop().call_later(interval + 1.0, gc.freeze)
+
+
 class Collector:
     def __init__(
         self,
@@ -59,9 +91,31 @@ class Collector:
         self.stats = CollectStats({n: TargetStats() for n in names})
         self._pending = BronzeBuffer(self.lakehouse, "bronze_jolokia")
         self._stop = asyncio.Event()
+        self._napping: set[asyncio.Task] = set()  # target loops in _nap
 
     def stop(self) -> None:
         self._stop.set()
+        for task in self._napping:  # the loops waiting for their next scrape end now (_nap)
+            task.cancel()
+
+    async def _nap(self, delay: float) -> bool:
+        """Sleep `delay` s before a target's next scrape; False when the collector stopped meanwhile.
+        A plain sleep that stop() cancels: a `wait_for(self._stop.wait(), delay)` per scrape built a
+        task, its coroutine, futures, a timer and contexts (~24 objects tracked by Python's GC), all
+        living a whole interval, so they reached the oldest generation: at 1,500 targets that churn
+        set off a full collection every ~5 s (BENCHMARKS.md, P16). This sleep leaves ~6."""
+        task = asyncio.current_task()
+        self._napping.add(task)
+        try:
+            await asyncio.sleep(delay)
+            return True
+        except asyncio.CancelledError:
+            if not self._stop.is_set():
+                raise  # cancelled by someone else: not ours to swallow
+            task.uncancel()
+            return False
+        finally:
+            self._napping.discard(task)
 
     async def run(self, duration: float | None = None) -> CollectStats:
         replications = self.config.failover_readiness.replications
@@ -73,6 +127,7 @@ class Collector:
         clients = {t.name: self._client(t) for t in jolokia}
         t_end = None if duration is None else time.time() + duration  # after set-up: scrape for `duration`
         n = len(jolokia)
+        refreeze: asyncio.TimerHandle | None = None
         try:
             tasks = [
                 # Spread the targets' first scrapes over one interval: N simultaneous requests would
@@ -86,6 +141,7 @@ class Collector:
             if replications:  # the Kafka protocol: committed and translated offsets are not in JMX
                 tasks.append(asyncio.create_task(KafkaOffsetsCollector(self, replications).run(t_end), name="kafka-offsets"))
             flusher = asyncio.create_task(self._flush_loop())
+            refreeze = freeze_long_lived(self.config.scrape_interval)
             await self._until_done_or_stopped(tasks)
             self._stop.set()
             await flusher
@@ -95,6 +151,9 @@ class Collector:
                 await c.aclose()
             if self.recorder:
                 self.recorder.close()
+            if refreeze is not None:
+                refreeze.cancel()
+                gc.unfreeze()
         return self.stats
 
     async def _until_done_or_stopped(self, tasks: list[asyncio.Task]) -> None:
@@ -143,6 +202,7 @@ class Collector:
             retries=1,
             backoff=min(0.1, self.config.scrape_interval / 10),
             verify=verify,
+            keepalive=keepalive(self.config.scrape_interval),
         )
 
     async def _scrape_loop(self, t: Target, client: JolokiaClient, t_end: float | None, offset: float = 0.0) -> None:
@@ -162,12 +222,8 @@ class Collector:
             if t_end is not None and next_at >= t_end:
                 return
             delay = next_at - time.time()
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(self._stop.wait(), timeout=delay)
-                    return
-                except asyncio.TimeoutError:
-                    pass
+            if delay > 0 and not await self._nap(delay):
+                return
             await self._scrape_once(t, client, broker_reads, sampler, deadline=next_at + interval)
             k += 1
             now = time.time()

@@ -2,7 +2,12 @@
 observations in bronze while the others keep going; recording = what bronze got."""
 
 import asyncio
+import gc
 import json
+import re
+import time
+
+import pytest
 
 from collectors.recording import read_envelopes
 from collectors.scraper import Collector
@@ -96,3 +101,88 @@ def test_a_frozen_target_is_scraped_again_at_once_not_a_period_later(tmp_path):
     # each scrape times out after ~1 s; the next starts right away (waiting for the next grid point
     # would leave ~2 s between the scrapes of a frozen broker)
     assert len(rows) >= 5 and max(gaps) < 1.6, gaps
+
+
+def keepalive_agent(connections: list[int]):
+    """An HTTP/1.1 keep-alive Jolokia stand-in on the test's event loop: every read answered 404 (an
+    answered exchange); `connections` gets one entry per TCP connection accepted."""
+    length = re.compile(rb"(?i)\r\ncontent-length:\s*(\d+)")
+
+    async def conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                reqs = json.loads(await reader.readexactly(int(length.search(head).group(1))))
+                out = json.dumps([{"request": r, "status": 404, "error_type": "javax.management.InstanceNotFoundException",
+                                   "error": f"javax.management.InstanceNotFoundException : {r.get('mbean')}"} for r in reqs]).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return conn
+
+
+def run_against_keepalive_agent(tmp_path, interval: str, duration: float | None, col_hook=None) -> tuple[Collector, list[int]]:
+    connections: list[int] = []
+
+    async def main() -> Collector:
+        server = await asyncio.start_server(keepalive_agent(connections), "127.0.0.1", 0)
+        cfg = config_from_dict({
+            "lakehouse": str(tmp_path / "lh"), "scrape_interval": interval, "flush_interval": "500ms",
+            "targets": [{"name": "amq", "kind": "activemq", "url": f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/jolokia"}],
+        })
+        col = Collector(cfg)
+        if col_hook:
+            col_hook(col)
+        async with server:
+            await col.run(duration)
+        return col
+
+    return asyncio.run(main()), connections
+
+
+@pytest.mark.slow
+def test_a_target_keeps_its_connection_from_one_scrape_to_the_next(tmp_path):
+    """At a 6 s interval (longer than httpx's 5 s keep-alive) both scrapes use one connection: a new one
+    per scrape was ~30 objects that outlived the interval and drove Python's full GCs (P16)."""
+    col, connections = run_against_keepalive_agent(tmp_path, "6s", 6.5)
+    st = col.stats.targets["amq"]
+    assert (st.scrapes, st.errors) == (2, 0)
+    assert len(connections) == 1
+
+
+def test_the_run_freezes_its_long_lived_state_and_unfreezes_it_at_the_end(tmp_path):
+    """gc.freeze() once set up, again after the first round (the connections), gc.unfreeze() at the end."""
+    counts: list[tuple[float, int]] = []
+
+    def hook(col: Collector) -> None:
+        col.on_observation = lambda env: counts.append((time.monotonic(), gc.get_freeze_count()))
+
+    t0 = time.monotonic()
+    col, _ = run_against_keepalive_agent(tmp_path, "500ms", 2.5, hook)
+    assert col.stats.targets["amq"].scrapes >= 4
+    first_round = [n for t, n in counts if t - t0 < 1.3]  # the second freeze comes at interval + 1 s = 1.5 s
+    later = [n for t, n in counts if t - t0 > 1.7]
+    assert first_round and later, counts
+    assert min(first_round) > 0 and min(later) > max(first_round), counts
+    assert gc.get_freeze_count() == 0
+
+
+def test_stop_ends_the_loops_waiting_for_their_next_scrape_at_once(tmp_path, monkeypatch):
+    """A stop wakes a target's loop that waits for its next scrape (30 s away here); the stop grace is
+    made longer than that, so a loop left sleeping would hold the run for the whole interval."""
+    import collectors.scraper as scraper
+
+    monkeypatch.setattr(scraper, "STOP_GRACE_S", 60.0)
+
+    def hook(col: Collector) -> None:
+        col.on_observation = lambda env: asyncio.get_running_loop().call_later(0.2, col.stop)
+
+    t0 = time.monotonic()
+    col, _ = run_against_keepalive_agent(tmp_path, "30s", None, hook)
+    assert col.stats.targets["amq"].scrapes == 1
+    assert time.monotonic() - t0 < 10
