@@ -45,15 +45,22 @@ def scrape_timeout(target_timeout: float, interval: float) -> float:
     return min(target_timeout, max(interval, 1.0))
 
 
+KEEPALIVE_MAX_S = 16.0  # well under the idle timeout of the agents' servers (Tomcat 20 s; Jetty, the JDK's 30 s)
+
+
 def keepalive(interval: float) -> float:
     """How long a target's idle connection is kept for its next scrape: one interval and 1 s (the
     gap between two scrapes never exceeds the interval, collectors.schedule), at least httpx's 5 s.
     With httpx's 5 s at a 10 s interval every scrape opened a new connection, and the old one,
-    closed only at that next scrape, lived 10 s: ~55 tracked objects per scrape reached Python's
-    oldest GC generation and set off a full collection every ~5 s at 1,500 targets (BENCHMARKS.md,
-    P16). A server that closed the idle connection first is seen before reuse (httpcore: the socket
-    reads EOF); one closed while the request is on its way is a reset, retried once."""
-    return max(5.0, interval + 1.0)
+    closed only at that next scrape, lived 10 s: ~30 tracked objects per scrape reached Python's
+    oldest GC generation, most of the churn that set off a full collection every ~5 s at 1,500
+    targets (BENCHMARKS.md, P16). Only up to KEEPALIVE_MAX_S: a connection the server closes as
+    idle just when the next request goes out fails that scrape ("server disconnected", not
+    retried), so for longer intervals the server's idle timeout must stay out of reach: 5 s, a new
+    connection per scrape, as before. (A server closing it earlier is seen before reuse: httpcore
+    finds the socket at EOF and connects anew.)"""
+    keep = interval + 1.0
+    return max(5.0, keep) if keep <= KEEPALIVE_MAX_S else 5.0
 
 
 def freeze_long_lived(interval: float) -> asyncio.TimerHandle:

@@ -186,3 +186,12 @@ def test_stop_ends_the_loops_waiting_for_their_next_scrape_at_once(tmp_path, mon
     col, _ = run_against_keepalive_agent(tmp_path, "30s", None, hook)
     assert col.stats.targets["amq"].scrapes == 1
     assert time.monotonic() - t0 < 10
+
+
+def test_keepalive_covers_the_interval_but_stays_under_the_servers_idle_timeouts():
+    from collectors.scraper import KEEPALIVE_MAX_S, keepalive
+
+    for interval in (0.5, 1.0, 5.0, 10.0, 15.0):
+        assert interval < keepalive(interval) <= KEEPALIVE_MAX_S < 20.0, interval  # Tomcat closes idle ones at 20 s
+    for interval in (15.5, 20.0, 30.0, 60.0, 300.0):  # a connection per scrape, as httpx's default
+        assert keepalive(interval) == 5.0, interval
