@@ -432,8 +432,8 @@ def bucketed_series(state: pa.Table, start: datetime, end: datetime, max_points:
 
 def minute_series(minutes: pa.Table, start: datetime, end: datetime, max_points: int) -> tuple[dict[str, dict[str, np.ndarray]], float]:
     """`bucketed_series` from broker_minutes rows: buckets of whole minutes (at most max_points
-    over start..end), each with its largest connection count and counters at its last
-    observation's time; the bucket width in s. A minute without a row adds nothing."""
+    over start..end), each at its last observation's time with its largest connection count and
+    counters; the bucket width in s. A minute without a row adds nothing (no point, never a zero)."""
     if minutes.num_rows == 0:
         return {}, 0.0
     width = max(1, math.ceil((utc(end) - utc(start)) / MINUTE / max_points))
