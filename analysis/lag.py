@@ -681,7 +681,9 @@ def series_findings_carried(lag: pd.DataFrame, *, lag_threshold_s: float, hole_s
         head = lag.iloc[:1].copy()
         for k, v in dict(carried["last"], ts=pd.Timestamp(carried["last"]["ts"])).items():
             head[k] = [v]
-        lag = pd.concat([head, lag], ignore_index=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # a carried null (lag_s of a row not observed) is a null here too
+            lag = pd.concat([head, lag], ignore_index=True)
     opened = {} if carried is None else carried["open"]
     base = {k: first[k] for k in ("kind", "group_name", *SERIES_KEY)}
     base["partition"] = None if pd.isna(base["partition"]) else int(base["partition"])
