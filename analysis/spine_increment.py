@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from analysis.failovers import failovers_of
-from analysis.frames import by_group, ts_within
+from analysis.frames import by_group
 from analysis.groups import ha_group_checks, identity_sightings, nonexclusive_kinds
 from analysis.intervals import ROLE_INPUT
 from analysis.spine_carry import OFFSETS
@@ -27,10 +28,12 @@ from analysis.spine_onepass import (INCREMENT_INPUT, PART_CARRY, PART_INTERVAL, 
                                     increment_from_sorted, window_bounds_of)
 from analysis.split_brain import window_id, windows_with_traffic
 from analysis.watermark import Watermark
-from lakehouse.tables import (FAILOVER_EVENTS, HA_IDENTITY_SIGHTINGS, ROLE_INTERVALS, SPINE_CARRY, SPLIT_BRAIN_WINDOWS,
+from lakehouse.tables import (BROKER_STATE, FAILOVER_EVENTS, HA_IDENTITY_SIGHTINGS, ROLE_INTERVALS, SPINE_CARRY, SPLIT_BRAIN_WINDOWS,
                               TableContract)
 
 KEY = ["group_name", "instance"]
+# what window traffic reads of broker_state
+WINDOW_INPUT = ["group_name", "instance", "ts", "reachable", "active", "total_enqueued"]
 # what decides a split-brain window's row: its pair and bounds (the rows inside cannot change: new rows are later)
 WINDOW_BOUNDS = ["group_name", "instance_a", "instance_b", "certain_start", "certain_end", "possible_start", "possible_end"]
 
@@ -38,7 +41,7 @@ WINDOW_BOUNDS = ["group_name", "instance_a", "instance_b", "certain_start", "cer
 def gold_increment(slh, appended, mark: Watermark, say, hole_us: float = math.inf) -> bool:
     """Bring gold up to date with rows appended to broker_state; False when that would not be exact
     (a new row not later than a stored one of its instance: the caller recomputes in full)."""
-    old, new = appended.old, appended.new
+    new = appended.new
     rows = slh.read("spine_carry").withColumn("_new", F.lit(False)).unionByName(
         new.select(*ROLE_INPUT, *(F.lit(None).cast("long").alias(c) for c in OFFSETS), F.lit(True).alias("_new")))
     spine = by_group(rows, INCREMENT_INPUT, lambda t, starts: increment_from_sorted(t, starts, hole_us),
@@ -62,26 +65,23 @@ def gold_increment(slh, appended, mark: Watermark, say, hole_us: float = math.in
         return table.filter(pc.invert(pc.is_in(table.column("group_name"), groups)))
 
     failovers = pa.concat_tables([untouched(lh.read("failover_events")), conform(failovers_of(touched), FAILOVER_EVENTS)])
-    windows = split_brain_windows(slh, lh.read("split_brain_windows"), touched, groups, old, new, hole_us)
-    sightings = merged(lh.read("ha_identity_sightings"), identity_sightings(new).toArrow())
+    windows = split_brain_windows(slh, lh.read("split_brain_windows"), touched, groups, mark.input_version, hole_us)
+    sightings = conform(merged(lh.read("ha_identity_sightings"), identity_sightings(new).toArrow()), HA_IDENTITY_SIGHTINGS)
 
     info = mark.commit_info()
     for name, table, c in (("role_intervals", intervals, ROLE_INTERVALS), ("failover_events", failovers, FAILOVER_EVENTS),
                            ("split_brain_windows", windows, SPLIT_BRAIN_WINDOWS),
                            ("spine_carry", spine.filter(pc.equal(part, PART_CARRY)), SPINE_CARRY),
                            ("ha_identity_sightings", sightings, HA_IDENTITY_SIGHTINGS)):
-        slh.write(name, frame(slh, table, c), commit_info=info)
-    slh.write("ha_group_checks", ha_group_checks(frame(slh, sightings, HA_IDENTITY_SIGHTINGS)), commit_info=info)
+        slh.write_arrow(name, conform(table, c), commit_info=info)
+    checks = ha_group_checks(slh.spark.createDataFrame(sightings, HA_IDENTITY_SIGHTINGS.spark_schema()))
+    slh.write("ha_group_checks", checks, commit_info=info)
     return True
 
 
 def conform(table: pa.Table, c: TableContract) -> pa.Table:
     """`table`'s columns of contract `c`, with its types."""
     return table.select(c.column_names).cast(c.schema)
-
-
-def frame(slh, table: pa.Table, c: TableContract) -> DataFrame:
-    return slh.spark.createDataFrame(conform(table, c), c.spark_schema())
 
 
 def kept_intervals(stored: pa.Table, resume: pa.Table) -> pa.Table:
@@ -93,24 +93,38 @@ def kept_intervals(stored: pa.Table, resume: pa.Table) -> pa.Table:
     return conform(joined.filter(keep), ROLE_INTERVALS)
 
 
-def split_brain_windows(slh, stored: pa.Table, touched: pa.Table, groups: pa.Array, old: DataFrame, new: DataFrame,
+def split_brain_windows(slh, stored: pa.Table, touched: pa.Table, groups: pa.Array, version: int,
                         hole_us: float) -> pa.Table:
     """split_brain_windows after an increment: the stored ones of other groups; of the groups
     concerned, a stored window whose pair and bounds are found again as it is, and the others
-    measured on the rows inside them (the stored ones, read by time range, and the new ones)."""
+    measured on broker_state's rows inside them at `version` (read by time range: delta-rs skips
+    the files and row groups outside by their statistics)."""
     bounds = window_bounds_of(touched, nonexclusive_kinds())
     mine = stored.filter(pc.is_in(stored.column("group_name"), groups))
     unchanged = as_keys(mine).join(as_keys(bounds), WINDOW_BOUNDS, join_type="left semi")
     fresh = as_keys(bounds).join(as_keys(mine).select(WINDOW_BOUNDS), WINDOW_BOUNDS, join_type="left anti")
     parts = [stored.filter(pc.invert(pc.is_in(stored.column("group_name"), groups))), conform(unchanged, SPLIT_BRAIN_WINDOWS)]
     if fresh.num_rows:
-        pairs = slh.spark.createDataFrame(with_timestamps(fresh)).withColumn("window_id", window_id())
-        spans = list(zip(with_timestamps(fresh).column("possible_start").to_pylist(),
-                         with_timestamps(fresh).column("possible_end").to_pylist()))
-        group_names = F.broadcast(slh.spark.createDataFrame([(g,) for g in groups.to_pylist()], "group_name string"))
-        inside = old.where(ts_within(spans)).join(group_names, "group_name", "left_semi").unionByName(new)
-        parts.append(conform(windows_with_traffic(pairs, inside, hole_us).toArrow(), SPLIT_BRAIN_WINDOWS))
+        fresh = with_timestamps(fresh)
+        pairs = slh.spark.createDataFrame(fresh).withColumn("window_id", window_id())
+        rows = rows_inside(slh.lakehouse, version, groups, fresh.column("possible_start"), fresh.column("possible_end"))
+        parts.append(conform(windows_with_traffic(pairs, slh.spark.createDataFrame(rows), hole_us).toArrow(), SPLIT_BRAIN_WINDOWS))
     return pa.concat_tables([conform(p, SPLIT_BRAIN_WINDOWS) for p in parts])
+
+
+def rows_inside(lh, version: int, groups: pa.Array, starts, ends) -> pa.Table:
+    """broker_state rows (what window traffic reads) of `groups` at `version` inside one of the
+    spans [starts, ends]."""
+    lo, hi = pc.min(starts).as_py(), pc.max(ends).as_py()
+    table = DeltaTable(lh.uri("broker_state"), version=version, storage_options=lh.storage_options)
+    rows = pa.table(table.scan(columns=WINDOW_INPUT, predicate=f"ts >= '{lo:%Y-%m-%dT%H:%M:%S.%fZ}' AND ts <= '{hi:%Y-%m-%dT%H:%M:%S.%fZ}'"))
+    rows = rows.cast(pa.schema([BROKER_STATE.schema.field(name) for name in WINDOW_INPUT]))  # delta-rs: string views
+    rows = rows.filter(pc.is_in(rows.column("group_name"), groups))
+    ts = pc.cast(rows.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
+    inside = np.zeros(len(ts), dtype=bool)
+    for a, b in zip(pc.cast(starts, pa.int64()).to_pylist(), pc.cast(ends, pa.int64()).to_pylist()):
+        inside |= (ts >= a) & (ts <= b)
+    return rows.filter(pa.array(inside))
 
 
 def as_keys(table: pa.Table) -> pa.Table:

@@ -287,6 +287,20 @@ class SparkLakehouse:
             return self._native_write(c, dt, sdf, mode, replace_where, commit_info)
         return self._bridge_write(c, dt, sdf, mode, replace_where, commit_info)
 
+    def write_arrow(self, name: str, table: pa.Table, commit_info: dict[str, str] | None = None) -> int:
+        """Replace table `name` with a small result held in Arrow on the driver (an incremental run's
+        gold, a few thousand rows): the bridge stages and commits it without a Spark job; native
+        Delta and partitioned tables go through `write`. Returns the rows written."""
+        c = contract(name)
+        try:
+            table = table.select(c.column_names).cast(c.schema)
+        except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise self._error(c, f"rejected the data: {e}",
+                              "fix the job so its output matches lakehouse/tables.py (`brokerscope tables`)") from None
+        if self.mode == "native" or c.partition_by:
+            return self.write(name, self.spark.createDataFrame(table, c.spark_schema()), commit_info=commit_info)
+        return self._bridge_write(c, self.lakehouse._open(name), table, "overwrite", None, commit_info)
+
     # -- conversions ---------------------------------------------------------------------------
 
     def _spark_uri(self, name: str) -> str:
@@ -547,7 +561,7 @@ class SparkLakehouse:
         mask = [tuple(row[p] for p in part) in want for row in files.select(part).to_pylist()]
         return files.filter(pa.array(mask, pa.bool_()))
 
-    def _bridge_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame, mode: str,
+    def _bridge_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame | pa.Table, mode: str,
                       replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
         uri = self.lakehouse.uri(c.name)
         if dt is not None:
@@ -625,13 +639,13 @@ class SparkLakehouse:
             removes.append(RemoveAction(urllib.parse.unquote(row["path"]), True, now, row["size_bytes"], pv))
         dt.create_write_transaction(adds + removes, "append", schema, part, commit_properties=props)
 
-    def _stage_with_arrow(self, c: TableContract, sdf: DataFrame, staging_rel: str) -> None:
+    def _stage_with_arrow(self, c: TableContract, sdf: DataFrame | pa.Table, staging_rel: str) -> None:
         """An unpartitioned table into the staging folder through the driver: collected as Arrow,
         written as one Parquet file by pyarrow. The unpartitioned contracts hold events, intervals and
         findings (the per-scrape series are partitioned by date), so a result is thousands of rows, not
         millions. Spark's own Parquet write (a write job, its output-commit protocol) of such small
         results cost 1.5 s more per 10-s analysis of the kill-master drill (BENCHMARKS.md, session 13)."""
-        table = sdf.toArrow().cast(c.schema)
+        table = (sdf if isinstance(sdf, pa.Table) else sdf.toArrow()).cast(c.schema)
         fs, base = _pyarrow_fs(self.lakehouse.uri(c.name))
         stage = f"{base}/{staging_rel}"
         fs.create_dir(stage, recursive=True)
