@@ -10,7 +10,8 @@ rows' replication_lag rows: with no late row they are the rows a full run writes
 bit for bit (the sums go on term by term in the same order), and a full run's stored rows do not
 change.
 
-Findings are rewritten whole (they are few), from what is kept and what is recomputed:
+Findings are rewritten whole (one row per run of a condition: far fewer than lag rows, but the one
+part of an incremental run that grows with the history), from what is kept and what is recomputed:
 - per series with new lag rows: its findings from the new rows alone, in the same step. A series
   carries its last row and, per finding code, the run still open at it (start, the bound before it,
   largest value, certainty, ns of holes so far: analysis.lag.finding_rows' `carried`): an open
@@ -28,6 +29,14 @@ mirror-offsets (kafka_offsets, which the readiness job rewrites whole when bronz
 replication, the facts from the first one of its last round on (rounds are formed in time order
 from their first fact: starting there gives the full run's rounds); the new facts must not join
 that round and no new bronze_kafka row may be older than it.
+
+Machinery: the new rows come from the Delta log (`read_appended`: the files added since a version;
+both Delta modes, no change data feed needed), the state is a Delta table written with the outputs'
+watermark. Structured Streaming's `applyInPandasWithState` has this shape (state per group over
+micro-batches) but keeps its state in a checkpoint's state store rather than a table of the
+lakehouse, needs delta-spark's streaming source (not the bridge), and has no notion of "this batch
+holds a row older than the state: recompute everything"; it was not tried. Delta MERGE would spare
+rewriting replication_findings whole, but the bridge has none; not measured either.
 
 Whatever cannot be exact falls back to the full run, which is always right: no carry or another
 watermark (config, code), a silver table rewritten (not only appended), a new row not later than a
