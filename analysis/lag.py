@@ -870,20 +870,6 @@ _GROUP_COLUMNS = ["ts", "kind", "group_name", "instance", "flow", "under_replica
                   "active_controllers", "lag_max_messages", "in_sync", "backup_announced"]
 
 
-def replication_lag(repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
-    """replication_lag rows of the replication_stats flows, all of them (the full run's step)."""
-    from analysis.lag_increment import full_lag_rows  # deferred: it builds on this module
-
-    return full_lag_rows(repl.sparkSession, repl, health, rules)
-
-
-def mirror_lag(offsets: DataFrame, params: LagParams) -> DataFrame:
-    """replication_lag rows of flow mirror-offsets (analysis.mirror_lag) from silver kafka_offsets."""
-    from analysis.lag_increment import full_mirror_rows  # deferred: it builds on this module
-
-    return full_mirror_rows(offsets.sparkSession, offsets, params)
-
-
 def broker_findings(state: DataFrame, repl: DataFrame, *, follower_lag_messages: float, grace_s: float,
                     hole_s: float = math.inf) -> DataFrame:
     facts = repl.where(F.col("flow").isin("isr", "artemis-replica")).select(*_GROUP_COLUMNS)
@@ -911,12 +897,3 @@ def lag_findings(lag: DataFrame, *, lag_threshold_s: float, hole_s: float = math
 
 LAG_JOB = "lag"
 LAG_TABLES = ("replication_lag", "replication_findings")
-
-
-def run_lag(slh, rules: LagParams, progress=None, full: bool = False) -> dict[str, int]:
-    """Replication lag and findings from silver: skipped when no input changed since the last run,
-    incremental from what the last run carried when that is exact, else (or with `full`) recomputed
-    whole (analysis/lag_increment.py)."""
-    from analysis.lag_increment import run_lag as run  # deferred: it builds on this module
-
-    return run(slh, rules, progress=progress, full=full)

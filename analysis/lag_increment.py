@@ -261,14 +261,15 @@ def _stored(spark, carry: pd.DataFrame, scopes: list[str]) -> DataFrame:
             .withColumnRenamed("scope", "_scope").withColumnRenamed("carry", "_carry"))
 
 
-def full_lag_rows(spark, repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
-    """replication_lag rows of all observations and scrapes (no carries)."""
-    return _lag_part(lag_rows(spark, repl, health, _NO_CARRY, LagParams(**{k: getattr(rules, k) for k in LagRules.__dataclass_fields__})))
+def replication_lag(repl: DataFrame, health: DataFrame, rules: LagRules) -> DataFrame:
+    """replication_lag rows of the replication_stats flows, all of them (the full run's step)."""
+    params = LagParams(**{k: getattr(rules, k) for k in LagRules.__dataclass_fields__})
+    return _lag_part(lag_rows(repl.sparkSession, repl, health, _NO_CARRY, params))
 
 
-def full_mirror_rows(spark, offsets: DataFrame, params: LagParams) -> DataFrame:
-    """mirror-offsets rows of all kafka_offsets facts (no carries)."""
-    return _lag_part(mirror_rows(spark, offsets, _NO_CARRY, params))
+def mirror_lag(offsets: DataFrame, params: LagParams) -> DataFrame:
+    """replication_lag rows of flow mirror-offsets (analysis.mirror_lag) from silver kafka_offsets, all of them."""
+    return _lag_part(mirror_rows(offsets.sparkSession, offsets, _NO_CARRY, params))
 
 
 def _lag_part(out: DataFrame) -> DataFrame:

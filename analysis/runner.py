@@ -7,7 +7,7 @@ from typing import Callable
 from analysis import causes, client_shifts, incidents, risk
 from analysis import runs as runs_module
 from analysis.gc import run_gc
-from analysis.lag import run_lag
+from analysis.lag_increment import run_lag
 from analysis.minutes import run_minutes
 from analysis.params import AnalysisParams, analysis_params
 from analysis.readiness import run_readiness

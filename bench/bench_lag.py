@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
 
-    from analysis.lag import LagParams, run_lag
+    from analysis.lag import LagParams
+    from analysis.lag_increment import run_lag
     from lakehouse.spark import SparkLakehouse, spark_session
 
     sizes = [int(s) for s in args.scrapes.split(",")]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.lag import LAG_TABLES, run_lag
+from analysis.lag import LAG_TABLES
+from analysis.lag_increment import run_lag
 from analysis.params import analysis_params, lag_params, spine_params, stuck_params
 from analysis.runner import analyze, run_findings
 from analysis.spine import run_spine

@@ -11,7 +11,8 @@ import pytest
 
 from analysis.lag import (LAG_FLOWS, SERIES_KEY, LagRules, LookupTable, broker_findings, burrow_statuses,
                           group_cluster_findings, instance_lag, lag_findings, lag_seconds, replica_sync_gaps,
-                          replication_lag, scrape_rounds, series_findings, series_lag, time_behind)
+                          scrape_rounds, series_findings, series_lag, time_behind)
+from analysis.lag_increment import replication_lag
 from lakehouse.tables import contract
 from settings import LagSettings
 from tests.fixtures.analytics.silver import silver

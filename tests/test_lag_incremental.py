@@ -17,7 +17,8 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from analysis.lag import LAG_TABLES, LagParams, run_lag
+from analysis.lag import LAG_TABLES, LagParams
+from analysis.lag_increment import run_lag
 from analysis.params import analysis_params
 from analysis.readiness import run_readiness
 from analysis.silver import run_silver

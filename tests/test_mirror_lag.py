@@ -90,7 +90,8 @@ def test_a_partition_dr_does_not_hold_yet_is_not_observed():
 
 
 def test_the_spark_job_gives_the_pandas_rows_and_skips_replications_no_longer_configured(spark):
-    from analysis.lag import LagParams, mirror_lag
+    from analysis.lag import LagParams
+    from analysis.lag_increment import mirror_lag
     from lakehouse.tables import KAFKA_OFFSETS
 
     rounds = [logs_round(at(t), {0: 10 * t, 1: 7 * t}, {0: 10 * t - t, 1: 7 * t}) for t in range(1, 6)]
