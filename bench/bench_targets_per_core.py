@@ -53,7 +53,7 @@ slowest 1 % of scrapes overlapped one); gen-2 GC = Python's full garbage collect
 process (gc.callbacks: how many, the longest, and the share of the slowest 1 % of scrapes that ran
 from a GC's start to 1 s after its end, against the share of the window such spans cover); RSS = the collector's peak (0.2 s sampling); rig p99 = the
 p99 of bare round trips through the rig (`--probe-rate` per second from a thread on the rig's core:
-a random target's same bulk POST, on a new connection as the collector's at a 10 s interval), i.e.
+a random target's same bulk POST, on a new connection: the collector's own are kept from one scrape to the next), i.e.
 what the proxy, the delay and the agents add to a scrape without the collector's own queueing.
 
 A step passes when done >= 99 % of asked, collector CPU <= `--cpu-limit` s/s and p99 < `--p99-ms`.
@@ -556,9 +556,10 @@ class Fleets:
 
 class Probe:
     """Bare round trips through the rig, from a thread of this process (on the rig's core): every
-    1/rate s a random target's scrape (the same bulk POST) on a new connection, as the collector
-    makes one per scrape at a 10 s interval (httpx drops idle connections after 5 s). Its p99 is
-    what the rig itself (proxy, delay, agent, the rig core's scheduling) adds to a scrape."""
+    1/rate s a random target's scrape (the same bulk POST) on a new connection (until P16's fix the
+    collector made one per scrape at a 10 s interval; it now keeps its connection, so the probe also
+    counts a connect through the proxy, which is not delayed). Its p99 is what the rig itself (proxy,
+    delay, agent, the rig core's scheduling) adds to a scrape."""
 
     def __init__(self, targets: list[dict], rate: float) -> None:
         self.targets, self.rate = targets, rate
