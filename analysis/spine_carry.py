@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.frames import contract_table, last_position, micros, next_position, state_codes
+from analysis.frames import contract_table, key_starts, last_position, micros, next_position, state_codes
 from analysis.intervals import RESTART_TOLERANCE_MS, ROLE_INPUT, interval_bounds
 from lakehouse.tables import SPINE_CARRY
 
@@ -98,10 +98,7 @@ def offsets(columns: dict, rows: np.ndarray, p0: np.ndarray, true: pa.Table, tru
     """The offset columns: on the row starting each carried interval, its `true` counts minus those
     the carried rows alone give; null elsewhere."""
     seed = pa.table({name: columns[name] for name in ROLE_INPUT})
-    seed_starts = np.ones(seed.num_rows, dtype=bool)
-    names = [pc.cast(seed.column(c), pa.string()).to_numpy(zero_copy_only=False) for c in ("group_name", "instance")]
-    seed_starts[1:] = (names[0][1:] != names[0][:-1]) | (names[1][1:] != names[1][:-1])
-    seed_iv, seed_at = interval_bounds(seed, seed_starts, hole_us)
+    seed_iv, seed_at = interval_bounds(seed, key_starts(seed, ["group_name", "instance"]), hole_us)
     at_row = np.searchsorted(rows, p0)  # where each carried interval starts among the carried rows
     which = np.searchsorted(seed_at["p0"], at_row)
     assert np.array_equal(seed_at["p0"][which], at_row), "the carried rows lost an interval's start"

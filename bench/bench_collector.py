@@ -562,6 +562,22 @@ def child_main(phase: str, spec_path: str) -> None:
 _children: list[subprocess.Popen] = []
 
 
+def clean_up(children: list[subprocess.Popen], fleet, work: str, keep: bool) -> None:
+    """Kill the child processes still running, stop the agent fleet, remove the work directory
+    (unless `keep`)."""
+    for p in list(children):
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+    fleet.stop()
+    if keep:
+        print(f"work directory kept: {work}")
+    else:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def run_child(work: Path, phase: str, spec: dict, label: str, timeout: float) -> dict:
     spec_path = work / f"spec-{label}.json"
     spec_path.write_text(json.dumps(spec))
@@ -731,17 +747,7 @@ def main() -> int:
         print("interrupted; stopping what was started", file=sys.stderr)
         return 130
     finally:
-        for p in list(_children):
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait()
-        jvms.stop()
-        if a.keep:
-            print(f"work directory kept: {work}")
-        else:
-            import shutil
-
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(_children, jvms, work, a.keep)
 
     report = render(results, a)
     print()

@@ -85,7 +85,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_collector import (JVMs, Sampler, broker_name, cpu_self, describe_reads, item_ok, machine,  # noqa: E402
+from bench_collector import (JVMs, Sampler, broker_name, clean_up, cpu_self, describe_reads, item_ok, machine,  # noqa: E402
                              pct, procs_cpu, rss_bytes, run_child, scrape_reads, target_specs, versions)
 
 GRACE_S = 3.0  # after the window: scrapes sent inside it land before the stop
@@ -935,17 +935,7 @@ def main() -> int:
         traceback.print_exc()
         failed = True
     finally:
-        for p in list(_children):
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait()
-        fleets.stop()
-        if a.keep:
-            print(f"work directory kept: {work}")
-        else:
-            import shutil
-
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(_children, fleets, work, a.keep)
     print()
     print(render(results, a))
     print(f"\ntotal wall time {time.monotonic() - t0:.0f} s; load average at the end "
