@@ -36,8 +36,16 @@ before), the data is cold — nothing cached in the server process, as after eve
 reads are cached per table version (the OS page cache is not dropped):
 
   cold page load   /incident/ID typed, until drawn
+  cold page load, empty browser cache
+                   the same with the browser's HTTP cache cleared first (CDP Network.clearBrowserCache):
+                   a first visit ever, every bundle fetched and compiled again
   cold in-app link the overview first (not timed), then the click, until drawn
   server build     the page's server side alone (route() on a fresh Gold, no browser)
+
+For every typed-URL cold page load, where its time went (medians, ms from navigation start, from the
+browser's own timeline): the bundles run (DOMContentLoaded), the page's layout answered
+(/_dash-layout, which carries the page), the figure drawn, and the callback round trips before the
+first paint (0 since the first view is rendered in the layout).
 
 --busy N keeps N processes spinning during all measures (a loaded machine, on top of whatever
 else runs).
@@ -252,13 +260,33 @@ def first_paint(d, url: str) -> float:
     return d.execute_async_script(WAIT_FIGURE, None) / 1000.0
 
 
+# where a typed URL's first paint went, from the browser's timeline (ms from navigation start)
+BREAKDOWN = """
+const nav = performance.getEntriesByType('navigation')[0];
+const res = performance.getEntriesByType('resource');
+const layout = res.find(r => r.name.includes('_dash-layout'));
+return {scripts: nav.domContentLoadedEventEnd, layout: layout ? layout.responseEnd : null,
+        callbacks: res.filter(r => r.name.includes('_dash-update-component') && r.startTime < arguments[0]).length,
+        fetched_kb: res.reduce((n, r) => n + (r.transferSize || 0), 0) / 1024};
+"""
+
+
+def typed_url(d, url: str) -> tuple[float, dict]:
+    """First paint of a typed URL (s) and where it went (BREAKDOWN, plus the paint in ms)."""
+    d.get(url)
+    painted = d.execute_async_script(WAIT_FIGURE, None)
+    return painted / 1000.0, {**d.execute_script(BREAKDOWN, painted), "paint": painted}
+
+
 def spin() -> None:
     while True:
         pass
 
 
-def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str) -> dict[str, list[float]]:
-    """Per variant: cold page load, cold in-app link and the server build of the 7-day incident (s)."""
+def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str,
+                      breakdown: dict[str, list[dict]]) -> dict[str, list[float]]:
+    """Per variant: cold page loads (browser cache warm, then empty), cold in-app link and the server
+    build of the 7-day incident (s); each typed URL's BREAKDOWN goes into `breakdown`."""
     from dashboards.app import route  # the page's server side, as the browser's request runs it
 
     out: dict[str, list[float]] = {}
@@ -278,9 +306,17 @@ def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str
     for k in range(rounds):
         for label in (list(variants) if k % 2 == 0 else list(reversed(variants))):
             lh = variants[label]
-            page, link, server = (f"{what}, {label}" for what in COLD_MEASURES)
+            page, empty, link, server = (f"{what}, {label}" for what in COLD_MEASURES)
             srv = fresh(label)
-            out.setdefault(page, []).append(first_paint(d, f"{srv.url}/incident/{LONG}"))
+            t, parts = typed_url(d, f"{srv.url}/incident/{LONG}")
+            out.setdefault(page, []).append(t)
+            breakdown.setdefault(page, []).append(parts)
+            srv.stop()
+            srv = fresh(label)
+            d.execute_cdp_cmd("Network.clearBrowserCache", {})
+            t, parts = typed_url(d, f"{srv.url}/incident/{LONG}")
+            out.setdefault(empty, []).append(t)
+            breakdown.setdefault(empty, []).append(parts)
             srv.stop()
             srv = fresh(label)
             wait_overview(d, srv.url + "/")
@@ -292,7 +328,15 @@ def cold_side_by_side(d, variants: dict[str, Lakehouse], rounds: int, title: str
     return out
 
 
-COLD_MEASURES = ("cold page load, long incident", "cold in-app link, long incident", "server build (no browser)")
+COLD_MEASURES = ("cold page load, long incident", "cold page load, empty browser cache", "cold in-app link, long incident",
+                 "server build (no browser)")
+
+
+def breakdown_line(label: str, parts: list[dict]) -> str:
+    med = {k: statistics.median(p[k] for p in parts) for k in ("scripts", "layout", "paint", "callbacks", "fetched_kb")}
+    return (f"  {label:<52} bundles run {med['scripts']:4.0f} ms, layout (with the page) in {med['layout']:4.0f} ms, "
+            f"drawn {med['paint']:4.0f} ms; callbacks before the paint {med['callbacks']:g}; "
+            f"fetched {med['fetched_kb']:,.0f} KiB")
 
 
 def cold_summary(label: str, xs: list[float], target: float | None) -> str:
@@ -325,6 +369,7 @@ def main() -> int:
     silver = silver_only(lh, os.path.join(work, "lh-silver-only"))
     results: dict[str, list[float]] = {}
     cold: dict[str, list[float]] = {}
+    breakdown: dict[str, list[dict]] = {}
     d = None
     busy = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
     for b in busy:
@@ -355,7 +400,7 @@ def main() -> int:
         srv.stop()
         srv = None
         load_mid = os.getloadavg()
-        cold = cold_side_by_side(d, {"rollup": lh, "silver": silver}, args.cold, long["title"])
+        cold = cold_side_by_side(d, {"rollup": lh, "silver": silver}, args.cold, long["title"], breakdown)
     finally:
         if d is not None:
             d.quit()
@@ -375,6 +420,9 @@ def main() -> int:
           f"alternating order, each on a fresh server; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}:")
     for label, xs in cold.items():
         print(cold_summary(label, xs, 1.5 if "rollup" in label and "server" not in label else None))
+    print("where each typed URL's cold first paint went (medians; ms from navigation start):")
+    for label, parts in breakdown.items():
+        print(breakdown_line(label, parts))
     med = {label: statistics.median(xs) for label, xs in cold.items()}
     for what in COLD_MEASURES:
         print(f"  {what}: silver / rollup = {med[f'{what}, silver'] / med[f'{what}, rollup']:.1f}x (medians)")

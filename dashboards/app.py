@@ -12,9 +12,12 @@ import hmac
 import ipaddress
 import logging
 import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future
 from datetime import datetime, timedelta
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote, urlsplit
 
 import dash
 import flask
@@ -267,6 +270,110 @@ def route(gold: D.Gold, path: str, refresh_s: float = L.OVERVIEW_REFRESH_MS / 10
         return L.message_page("The lakehouse cannot be read", str(e))
 
 
+# --- the first view in the layout -------------------------------------------------------------------------
+#
+# A typed or reloaded URL used to cost the browser a chain before the first paint: the page's HTML, its
+# bundles, /_dash-layout (an empty shell), then a callback round trip on url.pathname that built the page.
+# Now /_dash-layout carries the page itself: the layout is a function of the page's URL, which the
+# browser sends as the Referer of that request (Referrer-Policy same-origin: never to another origin).
+# The page's server side is started when its HTML is served (PagePrefetch), so it runs while the
+# browser parses its bundles. An in-app link (dcc.Link: no reload) still goes through the callback.
+# Without a usable Referer the layout is the empty shell and the callback renders the page, as before.
+
+# url.pathname → page-request, in the browser: only a path the page does not already hold reaches the
+# server (the layout's page, or the last one the callback rendered, is in page-path).
+PAGE_REQUEST = """
+function (pathname, rendered) {
+  const none = window.dash_clientside.no_update;
+  if (pathname === undefined || pathname === null || pathname === rendered) return none;
+  return pathname;
+}
+"""
+
+
+def referred_path(referer: str | None, host: str | None) -> str | None:
+    """The path of the page that asked (the Referer of /_dash-layout), when it is this server's;
+    None otherwise. A Referer trimmed to the origin by the browser gives "/": the overview is then
+    rendered in the layout, and PAGE_REQUEST asks for the real page as soon as the URL is known."""
+    if not referer or not host:
+        return None
+    try:
+        u = urlsplit(referer)
+    except ValueError:
+        return None
+    if u.scheme not in ("http", "https") or u.netloc.lower() != host.lower() or not u.path.startswith("/"):
+        return None
+    return u.path
+
+
+def raw_request_path(request: flask.Request) -> str:
+    """The request's path as the browser sent it (percent-encoded, as location.pathname)."""
+    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI")
+    return raw.split("?", 1)[0] if raw and raw.startswith("/") else quote(request.path)
+
+
+class PagePrefetch:
+    """Pages whose server side started when their HTML was served, for the /_dash-layout request
+    that follows within a second or two: at most `size` pending, each used once and only for `ttl_s`
+    seconds (older: built again, so a layout never shows data older than that)."""
+
+    def __init__(self, build, ttl_s: float = 10.0, size: int = 16):
+        self._build = build
+        self.ttl_s, self.size = ttl_s, size
+        self._pending: OrderedDict[str, tuple[float, Future]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _submit(self, path: str) -> Future:
+        """The build in a thread of its own (it ends with the build, as the server's request threads do)."""
+        fut: Future = Future()
+
+        def run():
+            try:
+                fut.set_result(self._build(path))
+            except BaseException as e:  # noqa: BLE001 - handed to the layout request, which raises it
+                fut.set_exception(e)
+
+        threading.Thread(target=run, name="brokerscope-page", daemon=True).start()
+        return fut
+
+    def start(self, path: str) -> None:
+        key = unquote(path)
+        with self._lock:
+            hit = self._pending.get(key)
+            if hit is not None and time.monotonic() - hit[0] < self.ttl_s:
+                return
+            self._pending[key] = (time.monotonic(), self._submit(path))
+            self._pending.move_to_end(key)
+            while len(self._pending) > self.size:
+                self._pending.popitem(last=False)
+
+    def take(self, path: str):
+        """The page for path: the prefetched one if fresh, else built now."""
+        with self._lock:
+            hit = self._pending.pop(unquote(path), None)
+        if hit is not None and time.monotonic() - hit[0] < self.ttl_s:
+            return hit[1].result()
+        return self._build(path)
+
+
+class BrokerscopeDash(dash.Dash):
+    """dash.Dash whose HTML response starts the page's server side (PagePrefetch) for the layout."""
+
+    prefetch: PagePrefetch | None = None
+
+    def index(self, *args, **kwargs):
+        if self.prefetch is not None:
+            self.prefetch.start(raw_request_path(flask.request))
+        return super().index(*args, **kwargs)
+
+
+# Loaded with every page: plotly.js (parsed with the page, not after the first figure arrives) and
+# the Graph's chunk. Every other lazy chunk (dropdown, date picker, markdown, mathjax, slider, upload,
+# the data table's) loads when a page first uses it: 4.5 MB of JavaScript no incident page runs.
+EAGER_SCRIPTS = ({"relative_package_path": "package_data/plotly.min.js", "namespace": "plotly"},
+                 {"relative_package_path": "dcc/async-graph.js", "namespace": "dash"})
+
+
 # --- auth -------------------------------------------------------------------------------------------------
 
 
@@ -335,7 +442,9 @@ def install_guards(app: dash.Dash, allowed: set[str] | None) -> None:
     def _headers(resp):
         resp.headers.setdefault("X-Content-Type-Options", "nosniff")
         resp.headers.setdefault("X-Frame-Options", "DENY")
-        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        # same-origin: the page's own requests say which page asked (the layout is keyed by it, see
+        # referred_path); no other origin ever learns a URL of the dashboard
+        resp.headers.setdefault("Referrer-Policy", "same-origin")
         report = flask.request.path.startswith("/report/")
         resp.headers.setdefault("Content-Security-Policy", report_csp if report else page_csp)
         return resp
@@ -350,10 +459,26 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
     settings = settings or DashboardSettings()
     import pandas  # noqa: F401  deferred: pandas (heavy) loads when the server starts, not on its first request
 
-    # eager_loading: plotly.js is fetched and parsed with the page, not after the first figure arrives
-    app = dash.Dash(__name__, title="brokerscope", suppress_callback_exceptions=True, serve_locally=True,
-                    update_title=None, eager_loading=True)
-    app.layout = html.Div([dcc.Location(id="url"), html.Div(id="page")])
+    app = BrokerscopeDash(__name__, title="brokerscope", suppress_callback_exceptions=True, serve_locally=True,
+                          update_title=None, eager_loading=False)
+    for script in EAGER_SCRIPTS:
+        app.scripts.append_script(script)
+
+    def build_page(path: str):
+        return L.shell(path or "/", route(gold, path, settings.overview_refresh))
+
+    app.prefetch = PagePrefetch(build_page)
+
+    def layout():
+        """The page of the URL that asked for the layout, rendered in it (see PAGE_REQUEST)."""
+        path = None
+        if flask.has_request_context() and flask.request.path.endswith("_dash-layout"):
+            path = referred_path(flask.request.headers.get("Referer"), flask.request.host)
+        page = app.prefetch.take(path) if path else None
+        return html.Div([dcc.Location(id="url"), dcc.Store(id="page-path", data=path), dcc.Store(id="page-request"),
+                         html.Div(page, id="page")])
+
+    app.layout = layout
     install_auth(app.server, settings.auth, password)
 
     @app.server.route("/report/<path:name>")
@@ -372,9 +497,15 @@ def create_app(gold: D.Gold, settings: DashboardSettings | None = None, password
         return flask.Response(text, mimetype="text/markdown", headers={
             "Content-Disposition": f'attachment; filename="incident-{safe}.md"'})
 
-    @app.callback(Output("page", "children"), Input("url", "pathname"))
+    app.clientside_callback(PAGE_REQUEST, Output("page-request", "data"), Input("url", "pathname"),
+                            State("page-path", "data"))
+
+    @app.callback(Output("page", "children"), Output("page-path", "data"), Input("page-request", "data"),
+                  prevent_initial_call=True)
     def _page(pathname):
-        return L.shell(pathname or "/", route(gold, pathname, settings.overview_refresh))
+        if not pathname:
+            return dash.no_update, dash.no_update
+        return build_page(pathname), pathname
 
     @app.callback(Output("overview-body", "children"), Input("overview-refresh", "n_intervals"),
                   prevent_initial_call=True)

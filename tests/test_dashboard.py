@@ -18,8 +18,8 @@ from dashboards import data as D
 from dashboards.clock import UTC_CLOCK, Clock
 from dashboards import layout as L
 from dashboards.overview import group_statuses
-from dashboards.app import create_app, route, view_range, zoomed_range
-from dashboards.figures import esc, incident_timeline
+from dashboards.app import PagePrefetch, create_app, referred_path, route, view_range, zoomed_range
+from dashboards.figures import esc, incident_timeline, timeline_margins
 from lakehouse.store import Lakehouse
 from settings.dashboard import DashboardAuth, DashboardSettings, check_exposure
 
@@ -478,6 +478,72 @@ def test_callbacks_filter_views_and_redraw_the_timeline(gold):
     assert fig["layout"]["xaxis"]["range"][0].startswith("2026-11-23T10:00:04") and (err, since, until) == ("", "", "")
     fig, *_ = timeline_callback(c, "zoom.data", **{"range-choice": "1h", "zoom": ["2026-11-23 11:00:05", "2026-11-23 11:00:08"]})
     assert [r[:19] for r in fig["layout"]["xaxis"]["range"]] == ["2026-11-23T11:00:05", "2026-11-23T11:00:08"]
+
+
+
+def layout_page(layout: dict):
+    """(the page's children, page-path) of a /_dash-layout answer."""
+    kids = {k["props"]["id"]: k["props"] for k in layout["props"]["children"]}
+    return kids["page"].get("children"), kids["page-path"].get("data")
+
+
+def test_a_typed_url_gets_its_first_view_in_the_layout_without_the_callback_chain(gold):
+    """/_dash-layout carries the page of the URL that asked (its Referer): the browser draws the
+    incident from the layout, with no callback round trip before the first paint."""
+    c = client(gold)
+    page = c.get(f"/incident/{INCIDENT}")  # the HTML: starts the page's server side (PagePrefetch)
+    assert page.status_code == 200 and page.headers["Referrer-Policy"] == "same-origin"
+    got = c.get("/_dash-layout", headers={"Referer": f"http://localhost/incident/{INCIDENT}"})
+    children, path = layout_page(got.get_json())
+    assert path == f"/incident/{INCIDENT}"
+    text = json.dumps(children)
+    assert '"incident-title"' in text and "split brain in pair" in text and '"timeline"' in text and '"evidence"' in text
+    # no Referer (or another origin's): the empty shell, the page then comes from the callback, as before
+    for headers in ({}, {"Referer": f"http://evil.example/incident/{INCIDENT}"}, {"Referer": "not a url"}):
+        assert layout_page(c.get("/_dash-layout", headers=headers).get_json()) == (None, None), headers
+    deps = c.get("/_dash-dependencies").get_json()
+    (ask,) = [d for d in deps if d["output"] == "page-request.data"]  # url → page-request: in the browser
+    assert ask["clientside_function"] and ask["inputs"] == [{"id": "url", "property": "pathname"}]
+    assert ask["state"] == [{"id": "page-path", "property": "data"}]
+    (build,) = [d for d in deps if "page.children" in d["output"]]  # only a path the page does not hold
+    assert build["inputs"] == [{"id": "page-request", "property": "data"}] and build["prevent_initial_call"]
+    # an in-app link: the callback renders the page and says which one the page holds now
+    body = {"output": "..page.children...page-path.data..",
+            "outputs": [{"id": "page", "property": "children"}, {"id": "page-path", "property": "data"}],
+            "inputs": [{"id": "page-request", "property": "data", "value": "/stuck"}], "state": [],
+            "changedPropIds": ["page-request.data"]}
+    r = c.post("/_dash-update-component", json=body).get_json()["response"]
+    assert r["page-path"]["data"] == "/stuck" and "1 finding(s)" in json.dumps(r["page"]["children"])
+
+
+def test_referred_path_and_the_page_prefetch():
+    assert referred_path("http://127.0.0.1:8050/incident/a%20b?x=1", "127.0.0.1:8050") == "/incident/a%20b"
+    assert referred_path("http://127.0.0.1:8050/incident/x", "localhost:8050") is None
+    assert referred_path("javascript:alert(1)", "127.0.0.1:8050") is None and referred_path(None, "h") is None
+    built = []
+
+    def build(path):
+        built.append(path)
+        return f"page {path}"
+
+    pre = PagePrefetch(build, ttl_s=60)
+    pre.start("/incident/a%20b")
+    pre.start("/incident/a b")  # the same page, pending: not built twice
+    assert pre.take("/incident/a b") == "page /incident/a%20b" and built == ["/incident/a%20b"]
+    assert pre.take("/incident/a b") == "page /incident/a b" and len(built) == 2  # used once: built again
+    stale = PagePrefetch(build, ttl_s=0)
+    stale.start("/x")
+    assert stale.take("/x") == "page /x" and built[-2:] == ["/x", "/x"]  # too old: built again
+
+
+def test_the_timeline_margins_hold_its_legend_and_labels():
+    """Plotly grows a margin that is too narrow by drawing the figure a second time; the margins
+    are estimated wide enough from the texts (the browser test checks Plotly kept them)."""
+    narrow = timeline_margins([], [], ["a"])
+    assert narrow == dict(l=14 + 7 * 5, r=10, t=90, b=70)
+    m = timeline_margins([type("T", (), {"name": "x" * 20, "showlegend": None})()],
+                         [dict(name="no live instance (possible)", showlegend=True)], ["a-much-longer-broker-name"])
+    assert m["l"] >= 7 * 25 and m["r"] >= 6 * len("no live instance (possible)") + 45
 
 
 def timeline_callback(c, changed: str, **values):

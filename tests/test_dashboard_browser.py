@@ -311,6 +311,30 @@ def test_drill_failover_incident_names_both_masters(server, browser, lakehouse, 
     keep_screenshot(browser, tmp_path, "dashboard-incident-drill")
 
 
+
+def test_a_typed_incident_url_is_drawn_from_the_layout_without_a_callback(server, browser, lakehouse):
+    """A typed (or reloaded) incident URL: the page comes with /_dash-layout, so nothing waits for a
+    callback round trip before the first paint; in-app navigation away and back still renders."""
+    from selenium.webdriver.common.by import By
+
+    inc = incident_of(lakehouse, lambda r: r["has_split_brain"] and r["cluster"] == SPLIT_GROUP)
+    browser.get(server.url + "/incident/" + inc["incident_id"])
+    assert wait_text(browser, "#incident-title", inc["title"]) == inc["title"]
+    wait_text(browser, "#timeline .legend", "split brain (certain)")
+    calls = browser.execute_script("return performance.getEntriesByType('resource')"
+                                   ".filter(e => e.name.includes('_dash-update-component')).map(e => e.name)")
+    assert calls == [], f"the first view waited for {len(calls)} callback(s)"
+    # Plotly kept the figure's margins: it did not draw it a second time to grow one
+    size, margin = browser.execute_script("const gd = document.querySelector('#timeline .js-plotly-plot'); "
+                                          "return [gd._fullLayout._size, gd.layout.margin];")
+    assert {k: round(size[k]) for k in "lrtb"} == {k: margin[k] for k in "lrtb"}, (size, margin)
+    browser.find_element(By.LINK_TEXT, "Overview").click()
+    wait_text(browser, "#incident-list", inc["title"])
+    browser.back()  # back to the page the layout held: rendered again by the callback
+    assert wait_text(browser, "#incident-title", inc["title"]) == inc["title"]
+    wait_text(browser, "#timeline .legend", "split brain (certain)")
+
+
 def test_xss_payload_in_a_queue_name_is_shown_as_text(server, browser, lakehouse, tmp_path):
     """The payload is in the stuck-messages view, the incident's narrative and evidence, and the report."""
     from selenium.webdriver.common.by import By
