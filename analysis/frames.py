@@ -87,6 +87,14 @@ def iso_times(us: np.ndarray) -> np.ndarray:
     return np.where(frac == 0, whole, np.char.add(np.char.add(whole, "."), np.char.zfill(frac.astype(str), 6)))
 
 
+def spark_times(us: np.ndarray) -> list[str]:
+    """Spark's `CAST(ts AS STRING)` of UTC µs times (session time zone UTC): `yyyy-MM-dd HH:mm:ss`,
+    then the fraction without its trailing zeros when not whole (what stable ids hash)."""
+    us = np.asarray(us, dtype=np.int64)
+    whole = np.datetime_as_string(us.astype("datetime64[us]").astype("datetime64[s]"), unit="s").tolist()
+    return [(w if not f else f"{w}.{f:06d}".rstrip("0")).replace("T", " ") for w, f in zip(whole, (us % 1_000_000).tolist())]
+
+
 def hole_before(ts: np.ndarray, key_start: np.ndarray, tolerance: float) -> np.ndarray:
     """True where an observation follows the previous one of its key by more than `tolerance`
     (same unit as `ts`): nothing was observed in between, so the state there is unknown — a hole,

@@ -4,10 +4,15 @@ members are all active by design."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+import hashlib
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from collectors.packs import PACKS
+from lakehouse.tables import HA_GROUP_CHECKS, HA_IDENTITY_SIGHTINGS, TS
 
 
 def fill_derived_groups(state: DataFrame, configured: set[str], context: DataFrame | None = None) -> DataFrame:
@@ -33,60 +38,86 @@ def fill_derived_groups(state: DataFrame, configured: set[str], context: DataFra
     return state.withColumn("group_name", F.when(fallback, filled).otherwise(F.col("group_name")))
 
 
+def identity() -> Column:
+    """The store / NodeID an observation reports while active (null otherwise): what an identity
+    sighting is made of."""
+    return F.when(F.col("active"), F.coalesce(F.col("store"), F.col("node_id")))
+
+
 def identity_sightings(state: DataFrame) -> DataFrame:
     """HA_IDENTITY_SIGHTINGS of broker_state rows: when each instance's active observations reported
-    each store / NodeID first and last."""
+    each store / NodeID first and last (a full run: a Spark scan of broker_state; an incremental
+    run's new rows take sightings_of_rows in its one pass — same rows, tests/test_groups.py)."""
     # (not coalesce(...) IS NOT NULL: this form reaches Parquet, which skips all-null row groups)
     ident = state.where(F.col("active") & (F.col("store").isNotNull() | F.col("node_id").isNotNull()))
-    return ident.groupBy("group_name", "instance", F.coalesce(F.col("store"), F.col("node_id")).alias("identity"), "kind").agg(
+    return ident.groupBy("group_name", "instance", identity().alias("identity"), "kind").agg(
         F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"))
 
 
-def ha_group_checks(sightings: DataFrame) -> DataFrame:
-    """Cross-check HA groups against the identity the brokers report (ActiveMQ store, Artemis
-    NodeID) on their active rows (`identity_sightings`): members of one group serving different
-    identities (a misconfigured pair: two masters, two stores), or one identity split over several
-    groups."""
+SIGHTING_KEY = ["group_name", "instance", "identity", "kind"]
 
-    def finding(grouped, key: str, check: str, message, advice: str) -> DataFrame:
-        """One row per group (or identity) where more than one `key` value was seen; `message`
-        may use the aggregated `_groups`, `_instances`, `_identities` columns."""
-        return grouped.agg(
-            F.min("kind").alias("kind"),
-            F.array_sort(F.collect_set("instance")).alias("_instances"),
-            F.array_sort(F.collect_set("identity")).alias("_identities"),
-            F.array_sort(F.collect_set("group_name")).alias("_groups"),
-            F.min("first_seen").alias("first_seen"),
-            F.max("last_seen").alias("last_seen"),
-        ).where(F.size(f"_{key}") > 1).select(
-            F.substring(F.sha2(F.concat_ws("/", F.lit(check), F.concat_ws(",", "_groups"), F.concat_ws(",", "_identities")), 256), 1, 32).alias("check_id"),
-            "kind",
-            F.lit(check).alias("check"),
-            F.concat_ws(", ", "_groups").alias("group_name"),
-            F.concat_ws(", ", "_instances").alias("instances"),
-            F.concat_ws(", ", "_identities").alias("identities"),
-            "first_seen",
-            "last_seen",
-            message.alias("message"),
-            F.lit(advice).alias("advice"),
-        )
 
-    split_group = finding(
-        sightings.groupBy("group_name"),
-        "identities",
-        "group-members-disagree",
-        F.format_string("members of HA group %s serve different stores/NodeIDs: %s", F.concat_ws(", ", "_groups"), F.concat_ws(" vs ", "_identities")),
+def sightings_of_rows(rows: pa.Table) -> pa.Table:
+    """identity_sightings in Arrow, of rows (group_name, instance, kind, ts and `identity`, the
+    identity() column) held in memory: an incremental pass's new rows."""
+    rows = rows.filter(pc.is_valid(rows.column("identity")))
+    return merged_sightings(pa.table({**{k: pc.cast(rows.column(k), pa.string()) for k in SIGHTING_KEY},
+                                      "first_seen": rows.column("ts"), "last_seen": rows.column("ts")}))
+
+
+def merged_sightings(*tables: pa.Table) -> pa.Table:
+    """Identity sightings (HA_IDENTITY_SIGHTINGS columns) of several tables merged: per key the
+    earliest first_seen and the latest last_seen."""
+    both = pa.concat_tables([t.select([*SIGHTING_KEY, "first_seen", "last_seen"]).cast(HA_IDENTITY_SIGHTINGS.schema)
+                             for t in tables])
+    out = both.group_by(SIGHTING_KEY).aggregate([("first_seen", "min"), ("last_seen", "max")])
+    return pa.table({**{k: out.column(k) for k in SIGHTING_KEY}, "first_seen": out.column("first_seen_min"),
+                     "last_seen": out.column("last_seen_max")}).cast(HA_IDENTITY_SIGHTINGS.schema)
+
+
+# per check: the column it groups by, the column whose values must not differ, its message, its advice
+CHECKS = {
+    "group-members-disagree": (
+        "group_name", "identity",
+        lambda groups, identities: f"members of HA group {', '.join(groups)} serve different stores/NodeIDs: {' vs '.join(identities)}",
         "the members do not share one store/NodeID, so both can be master at once: fix the "
-        "store/lock configuration, or declare them as separate groups",
-    )
-    split_identity = finding(
-        sightings.groupBy("identity"),
-        "groups",
-        "identity-in-several-groups",
-        F.format_string("one store/NodeID (%s) is served by instances of different groups: %s", F.concat_ws(", ", "_identities"), F.concat_ws(", ", "_groups")),
-        "declare the instances that share a store/NodeID as one `group` in the config",
-    )
-    return split_group.unionByName(split_identity)
+        "store/lock configuration, or declare them as separate groups"),
+    "identity-in-several-groups": (
+        "identity", "group_name",
+        lambda groups, identities: f"one store/NodeID ({', '.join(identities)}) is served by instances of different groups: {', '.join(groups)}",
+        "declare the instances that share a store/NodeID as one `group` in the config"),
+}
+
+
+def ha_group_checks(sightings: pa.Table) -> pa.Table:
+    """Cross-check HA groups against the identity the brokers report (ActiveMQ store, Artemis
+    NodeID) on their active rows (HA_IDENTITY_SIGHTINGS, a few rows per instance, in Arrow):
+    members of one group serving different identities (a misconfigured pair: two masters, two
+    stores), or one identity split over several groups. HA_GROUP_CHECKS rows; names sorted as
+    Spark sorts strings (by code point)."""
+    rows = zip(*(sightings.column(c).to_pylist() for c in SIGHTING_KEY),
+               pc.cast(sightings.column("first_seen"), pa.int64()).to_pylist(),
+               pc.cast(sightings.column("last_seen"), pa.int64()).to_pylist())
+    rows = [dict(zip([*SIGHTING_KEY, "first_seen", "last_seen"], r)) for r in rows]
+    out = []
+    for check, (by, differing, message, advice) in CHECKS.items():
+        found: dict[str, list[dict]] = {}
+        for r in rows:
+            found.setdefault(r[by], []).append(r)
+        for members in found.values():
+            if len({r[differing] for r in members}) < 2:
+                continue
+            groups, identities = sorted({r["group_name"] for r in members}), sorted({r["identity"] for r in members})
+            out.append({
+                "check_id": hashlib.sha256(f"{check}/{','.join(groups)}/{','.join(identities)}".encode()).hexdigest()[:32],
+                "kind": min(r["kind"] for r in members), "check": check, "group_name": ", ".join(groups),
+                "instances": ", ".join(sorted({r["instance"] for r in members})), "identities": ", ".join(identities),
+                "first_seen": min(r["first_seen"] for r in members), "last_seen": max(r["last_seen"] for r in members),
+                "message": message(groups, identities), "advice": advice,
+            })
+    columns = {f.name: [r[f.name] for r in out] for f in HA_GROUP_CHECKS.schema}
+    return pa.table({name: (pa.array(values, pa.int64()).cast(TS) if name in ("first_seen", "last_seen") else pa.array(values, pa.string()))
+                     for name, values in columns.items()}).cast(HA_GROUP_CHECKS.schema)
 
 
 def nonexclusive_kinds() -> list[str]:

@@ -50,11 +50,10 @@ def run_gold(slh, say, full: bool = False, hole_us: float = math.inf) -> None:
     slh.write("failover_events", failover_events(intervals), commit_info=mark)
     slh.write("split_brain_windows", spine_windows(spine), commit_info=mark)
     slh.write("spine_carry", spine_carry(spine), commit_info=mark)
-    sightings = identity_sightings(state).cache()
-    slh.write("ha_identity_sightings", sightings, commit_info=mark)
-    slh.write("ha_group_checks", ha_group_checks(sightings), commit_info=mark)
     spine.unpersist()
-    sightings.unpersist()
+    sightings = identity_sightings(state).toArrow()  # a few rows per instance
+    slh.write_arrow("ha_identity_sightings", sightings, commit_info=mark)
+    slh.write_arrow("ha_group_checks", ha_group_checks(sightings), commit_info=mark)
 
 
 @dataclass(frozen=True)

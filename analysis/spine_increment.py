@@ -3,11 +3,13 @@ cost that follows the new rows, not the history.
 
 One Spark pass reads the new rows and every instance's carried rows (state spine_carry,
 analysis/spine_carry.py) and gives, per instance with new rows, its intervals from where they
-may have changed on and its new carry (spine_onepass.increment_from_sorted). Everything else is
-small and handled in Arrow on the driver: the stored gold (a few rows per failover, not per
-observation), the hand-overs of the groups concerned, their split-brain windows — only a window
-whose bounds moved is measured again, on the stored rows inside it — and the identity sightings
-behind ha_group_checks, merged with the new rows'. Nothing else of broker_state is read."""
+may have changed on, its new carry, and the identity sightings of its new rows
+(spine_onepass.increment_from_sorted): the new rows are read once. Everything else is small and
+handled in Arrow on the driver, without a Spark job: the stored gold (a few rows per failover, not
+per observation), the hand-overs of the groups concerned, their split-brain windows — only a window
+whose bounds moved is measured again (spine_onepass.windows_on_rows), on the stored rows inside it
+read through delta-rs — and the sightings merged with the stored ones, and ha_group_checks from
+them (groups.ha_group_checks, as the full run). Nothing else of broker_state is read."""
 
 from __future__ import annotations
 
@@ -20,18 +22,20 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from analysis.failovers import failovers_of
-from analysis.frames import by_group
-from analysis.groups import ha_group_checks, identity_sightings, nonexclusive_kinds
+from analysis.frames import by_group, sort_by_key
+from analysis.groups import ha_group_checks, identity, merged_sightings, nonexclusive_kinds
 from analysis.intervals import ROLE_INPUT
 from analysis.spine_carry import OFFSETS
-from analysis.spine_onepass import (INCREMENT_INPUT, PART_CARRY, PART_INTERVAL, PART_LATE, PART_RESUME, SPINE,
-                                    increment_from_sorted, window_bounds_of)
-from analysis.split_brain import window_id, windows_with_traffic
+from analysis.spine_onepass import (INCREMENT_INPUT, PART_CARRY, PART_INTERVAL, PART_LATE, PART_RESUME, PART_SIGHTING, SPINE,
+                                    increment_from_sorted, window_bounds_of, windows_on_rows)
 from analysis.watermark import Watermark
-from lakehouse.tables import (BROKER_STATE, FAILOVER_EVENTS, HA_IDENTITY_SIGHTINGS, ROLE_INTERVALS, SPINE_CARRY, SPLIT_BRAIN_WINDOWS,
-                              TableContract)
+from lakehouse.tables import (BROKER_STATE, FAILOVER_EVENTS, HA_GROUP_CHECKS, HA_IDENTITY_SIGHTINGS, ROLE_INTERVALS, SPINE_CARRY,
+                              SPLIT_BRAIN_WINDOWS, TableContract)
 
 KEY = ["group_name", "instance"]
+# new rows up to which an incremental run's pass runs on the driver (increment_pass): 2 M rows of
+# 500 HA groups are 33 min of 1 s scrapes, held in a few hundred MB
+DRIVER_ROWS = 2_000_000
 # what window traffic reads of broker_state
 WINDOW_INPUT = ["group_name", "instance", "ts", "reachable", "active", "total_enqueued"]
 # what decides a split-brain window's row: its pair and bounds (the rows inside cannot change: new rows are later)
@@ -41,11 +45,7 @@ WINDOW_BOUNDS = ["group_name", "instance_a", "instance_b", "certain_start", "cer
 def gold_increment(slh, appended, mark: Watermark, say, hole_us: float = math.inf) -> bool:
     """Bring gold up to date with rows appended to broker_state; False when that would not be exact
     (a new row not later than a stored one of its instance: the caller recomputes in full)."""
-    new = appended.new
-    rows = slh.read("spine_carry").withColumn("_new", F.lit(False)).unionByName(
-        new.select(*ROLE_INPUT, *(F.lit(None).cast("long").alias(c) for c in OFFSETS), F.lit(True).alias("_new")))
-    spine = by_group(rows, INCREMENT_INPUT, lambda t, starts: increment_from_sorted(t, starts, hole_us),
-                     SPINE.spark_schema()).toArrow()
+    spine = increment_pass(slh, appended.new, hole_us)
     part = spine.column("_part")
     if pc.any(pc.equal(part, PART_LATE)).as_py():
         say("silver → gold: rows older than stored ones, recomputing")
@@ -65,18 +65,38 @@ def gold_increment(slh, appended, mark: Watermark, say, hole_us: float = math.in
         return table.filter(pc.invert(pc.is_in(table.column("group_name"), groups)))
 
     failovers = pa.concat_tables([untouched(lh.read("failover_events")), conform(failovers_of(touched), FAILOVER_EVENTS)])
-    windows = split_brain_windows(slh, lh.read("split_brain_windows"), touched, groups, mark.input_version, hole_us)
-    sightings = conform(merged(lh.read("ha_identity_sightings"), identity_sightings(new).toArrow()), HA_IDENTITY_SIGHTINGS)
+    windows = split_brain_windows(lh, lh.read("split_brain_windows"), touched, groups, mark.input_version, hole_us)
+    sightings = merged_sightings(lh.read("ha_identity_sightings"), spine.filter(pc.equal(part, PART_SIGHTING)))
 
     info = mark.commit_info()
     for name, table, c in (("role_intervals", intervals, ROLE_INTERVALS), ("failover_events", failovers, FAILOVER_EVENTS),
                            ("split_brain_windows", windows, SPLIT_BRAIN_WINDOWS),
                            ("spine_carry", spine.filter(pc.equal(part, PART_CARRY)), SPINE_CARRY),
-                           ("ha_identity_sightings", sightings, HA_IDENTITY_SIGHTINGS)):
+                           ("ha_identity_sightings", sightings, HA_IDENTITY_SIGHTINGS),
+                           ("ha_group_checks", ha_group_checks(sightings), HA_GROUP_CHECKS)):
         slh.write_arrow(name, conform(table, c), commit_info=info)
-    checks = ha_group_checks(slh.spark.createDataFrame(sightings, HA_IDENTITY_SIGHTINGS.spark_schema()))
-    slh.write("ha_group_checks", checks, commit_info=info)
     return True
+
+
+def increment_pass(slh, new, hole_us: float) -> pa.Table:
+    """increment_from_sorted over the new rows (`new`, a DataFrame) and every instance's carried
+    ones, as SPINE rows: on the driver when the new rows are at most DRIVER_ROWS (what a run every
+    few seconds or minutes brings: one Spark job, which reads them), else in one Spark pass by group
+    (frames.by_group: a shuffle and a Python worker per partition, whatever the size)."""
+    new = new.select(*ROLE_INPUT, *(F.lit(None).cast("long").alias(c) for c in OFFSETS), identity().alias("identity"),
+                     F.lit(True).alias("_new"))
+    few = new.limit(DRIVER_ROWS + 1).toArrow()
+    if few.num_rows > DRIVER_ROWS:
+        rows = slh.read("spine_carry").withColumns({"identity": F.lit(None).cast("string"), "_new": F.lit(False)}).unionByName(new)
+        return by_group(rows, INCREMENT_INPUT, lambda t, starts: increment_from_sorted(t, starts, hole_us),
+                        SPINE.spark_schema()).toArrow()
+    carried = conform(slh.lakehouse.read("spine_carry"), SPINE_CARRY)
+    carried = carried.append_column("identity", pa.nulls(carried.num_rows, pa.string())).append_column(
+        "_new", pa.array(np.zeros(carried.num_rows, dtype=bool)))
+    schema = pa.schema([carried.schema.field(name).with_nullable(True) for name in INCREMENT_INPUT])
+    t, starts = sort_by_key(pa.concat_tables([carried.select(list(INCREMENT_INPUT)).cast(schema),
+                                              few.select(list(INCREMENT_INPUT)).cast(schema)]))
+    return increment_from_sorted(t, starts, hole_us)
 
 
 def conform(table: pa.Table, c: TableContract) -> pa.Table:
@@ -93,7 +113,7 @@ def kept_intervals(stored: pa.Table, resume: pa.Table) -> pa.Table:
     return conform(joined.filter(keep), ROLE_INTERVALS)
 
 
-def split_brain_windows(slh, stored: pa.Table, touched: pa.Table, groups: pa.Array, version: int,
+def split_brain_windows(lh, stored: pa.Table, touched: pa.Table, groups: pa.Array, version: int,
                         hole_us: float) -> pa.Table:
     """split_brain_windows after an increment: the stored ones of other groups; of the groups
     concerned, a stored window whose pair and bounds are found again as it is, and the others
@@ -106,9 +126,8 @@ def split_brain_windows(slh, stored: pa.Table, touched: pa.Table, groups: pa.Arr
     parts = [stored.filter(pc.invert(pc.is_in(stored.column("group_name"), groups))), conform(unchanged, SPLIT_BRAIN_WINDOWS)]
     if fresh.num_rows:
         fresh = with_timestamps(fresh)
-        pairs = slh.spark.createDataFrame(fresh).withColumn("window_id", window_id())
-        rows = rows_inside(slh.lakehouse, version, groups, fresh.column("possible_start"), fresh.column("possible_end"))
-        parts.append(conform(windows_with_traffic(pairs, slh.spark.createDataFrame(rows), hole_us).toArrow(), SPLIT_BRAIN_WINDOWS))
+        rows = rows_inside(lh, version, groups, fresh.column("possible_start"), fresh.column("possible_end"))
+        parts.append(windows_on_rows(fresh, rows, hole_us))
     return pa.concat_tables([conform(p, SPLIT_BRAIN_WINDOWS) for p in parts])
 
 
@@ -136,12 +155,3 @@ def as_keys(table: pa.Table) -> pa.Table:
 def with_timestamps(table: pa.Table) -> pa.Table:
     return pa.table({n: pc.cast(table.column(n), pa.timestamp("us", tz="UTC")) if n.endswith(("_start", "_end"))
                      else table.column(n) for n in table.column_names})
-
-
-def merged(stored: pa.Table, new: pa.Table) -> pa.Table:
-    """Identity sightings of stored and new observations together (groups.merged_sightings in Arrow)."""
-    both = pa.concat_tables([conform(stored, HA_IDENTITY_SIGHTINGS), conform(new, HA_IDENTITY_SIGHTINGS)])
-    keys = ["group_name", "instance", "identity", "kind"]
-    out = both.group_by(keys).aggregate([("first_seen", "min"), ("last_seen", "max")])
-    return pa.table({**{k: out.column(k) for k in keys}, "first_seen": out.column("first_seen_min"),
-                     "last_seen": out.column("last_seen_max")})

@@ -6,6 +6,7 @@ Each step is Arrow table → Arrow table over whole columns with NumPy, run by S
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import replace
 from typing import Sequence
@@ -16,12 +17,11 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis.frames import by_group, contract_table, key_starts, micros, timestamps
-from analysis.groups import nonexclusive_kinds
+from analysis.frames import by_group, contract_table, hole_before, key_starts, micros, sort_by_key, spark_times, timestamps
+from analysis.groups import nonexclusive_kinds, sightings_of_rows
 from analysis.intervals import ROLE_INPUT, interval_bounds
 from analysis.spine_carry import CARRY_INPUT, OFFSETS, carry_rows
-from analysis.split_brain import window_id, window_rows
-from lakehouse.tables import ROLE_INTERVALS, SPINE_CARRY, SPLIT_BRAIN_WINDOWS, TableContract
+from lakehouse.tables import HA_IDENTITY_SIGHTINGS, ROLE_INTERVALS, SPINE_CARRY, SPLIT_BRAIN_WINDOWS, TableContract
 from lakehouse.tables import Column as ContractColumn
 
 # --- gold in one pass: intervals, and split-brain windows with their traffic -----------------------
@@ -32,24 +32,27 @@ from lakehouse.tables import Column as ContractColumn
 # counter growth by range max/min). No second pass over broker_state, no join.
 
 SPINE_INPUT = (*ROLE_INPUT, "reachable", "total_enqueued")
-INCREMENT_INPUT = (*CARRY_INPUT, "_new")
+INCREMENT_INPUT = (*CARRY_INPUT, "identity", "_new")  # identity: groups.identity() of the new rows
 # `_part`: role_intervals rows (PART_INTERVAL), split-brain windows (PART_WINDOW: kind, group_name,
 # instance = instance_a and the window columns, as in SPLIT_BRAIN_WINDOWS), spine_carry rows
 # (PART_CARRY: group_name, instance, kind and the carry's columns), and of an incremental pass, per
 # instance with new rows, where its recomputed intervals start (PART_RESUME: group_name, instance,
-# ts) or that a new row is not later than its stored ones (PART_LATE); every column nullable, the
-# other parts' columns null
-PART_INTERVAL, PART_WINDOW, PART_CARRY, PART_RESUME, PART_LATE = 0, 1, 2, 3, 4
-_WINDOW_COLUMNS = ("instance_b", "certain_start", "certain_end", "possible_start", "possible_end", "enqueued_a", "enqueued_b")
+# ts) or that a new row is not later than its stored ones (PART_LATE), and the identity sightings of
+# its new rows (PART_SIGHTING: the HA_IDENTITY_SIGHTINGS columns); every column nullable, the other
+# parts' columns null
+PART_INTERVAL, PART_WINDOW, PART_CARRY, PART_RESUME, PART_LATE, PART_SIGHTING = 0, 1, 2, 3, 4, 5
+_WINDOW_COLUMNS = ("window_id", "instance_b", "certain_start", "certain_end", "possible_start", "possible_end", "certainty",
+                   "duration_s", "enqueued_a", "enqueued_b")
 _CARRY_COLUMNS = ("ts", "active", "uptime_ms", *OFFSETS)
+_SIGHTING_COLUMNS = ("identity", "first_seen", "last_seen")
 SPINE = TableContract(
     name="gold_spine", layer="internal", keys=(),
     doc="role intervals, split-brain windows and the carry of one pass over broker_state (gold_spine)",
     columns=(*(replace(c, nullable=True) for c in ROLE_INTERVALS.columns),
              *(replace(c, nullable=True) for c in SPLIT_BRAIN_WINDOWS.columns if c.name in _WINDOW_COLUMNS),
-             ContractColumn("unanswered", pa.int64(), "windows: unanswered scrapes and holes of either side inside the certain window"),
              *(replace(c, nullable=True) for c in SPINE_CARRY.columns if c.name in _CARRY_COLUMNS),
-             ContractColumn("_part", pa.int32(), "PART_INTERVAL | PART_WINDOW | PART_CARRY | PART_RESUME | PART_LATE")),
+             *(replace(c, nullable=True) for c in HA_IDENTITY_SIGHTINGS.columns if c.name in _SIGHTING_COLUMNS),
+             ContractColumn("_part", pa.int32(), "PART_INTERVAL | PART_WINDOW | PART_CARRY | PART_RESUME | PART_LATE | PART_SIGHTING")),
 )
 
 
@@ -67,10 +70,10 @@ def positions(ts: np.ndarray, row_key: np.ndarray, key: np.ndarray, values: np.n
     row positions: a monotonic (key, ts) code when it fits in int64, else key by key."""
     if not len(values):
         return np.zeros(0, dtype=np.int64)
-    lo, stride = int(ts.min()), int(ts.max()) - int(ts.min()) + 1
+    lo, stride = int(ts.min()), int(ts.max()) - int(ts.min()) + 3  # codes 1..stride-2; 0 / stride-1: before / after all
     if (int(row_key.max()) + 1) * stride < 2**62:
-        code = (ts - lo) + row_key * stride
-        return np.searchsorted(code, (np.clip(values, lo, lo + stride - 1) - lo) + key * stride, side)
+        code = (ts - lo + 1) + row_key * stride
+        return np.searchsorted(code, np.clip(values - lo + 1, 0, stride - 1) + key * stride, side)
     first = np.searchsorted(row_key, key, "left")
     last = np.searchsorted(row_key, key, "right")
     return np.array([f + np.searchsorted(ts[f:e], v, side) for f, e, v in zip(first, last, values)], dtype=np.int64)
@@ -115,9 +118,8 @@ def overlapping_from_sorted(iv: pa.Table, at: dict[str, np.ndarray], exclusive: 
 
 def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], nonexclusive: Sequence[str] = ()) -> pa.Table:
     """Split-brain windows (SPINE rows) of the groups in `t` (SPINE_INPUT columns, whole
-    groups, sorted by group, instance, ts) from their intervals `iv` and `at` (interval_bounds).
-    Traffic as window_traffic: unanswered scrapes and holes (at["hole"]) of either side inside the
-    certain window, counter growth on each side's active observations inside the possible window."""
+    groups, sorted by group, instance, ts) from their intervals `iv` and `at` (interval_bounds),
+    measured by window_traffic_sorted."""
     if not iv.num_rows:
         return SPINE.schema.empty_table()
     exclusive = ~pc.is_in(iv.column("kind"), pa.array(list(nonexclusive), pa.string())).to_numpy(zero_copy_only=False)
@@ -125,11 +127,27 @@ def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], no
     start, end, lower, upper = at["start"], at["end"], at["lower"], at["upper"]
     certain = np.maximum(start[a], start[b]), np.minimum(end[a], end[b])
     possible = np.maximum(lower[a], lower[b]), np.minimum(upper[a], upper[b])
+    traffic = window_traffic_sorted(t, at["ts"], at["row_key"], at["hole"], (at["key"][a], at["key"][b]), certain, possible)
+    rows = window_rows_of({
+        "kind": iv.column("kind").take(a), "group_name": iv.column("group_name").take(a),
+        "instance_a": iv.column("instance").take(a), "instance_b": iv.column("instance").take(b),
+        "certain_start": certain[0], "certain_end": certain[1], "possible_start": possible[0], "possible_end": possible[1],
+    }, *traffic)
+    rows["instance"] = rows.pop("instance_a")
+    return spine_rows(PART_WINDOW, rows)
 
-    ts, row_key = at["ts"], at["row_key"]
+
+def window_traffic_sorted(t: pa.Table, ts: np.ndarray, row_key: np.ndarray, hole: np.ndarray,
+                          keys: tuple[np.ndarray, np.ndarray], certain: tuple[np.ndarray, np.ndarray],
+                          possible: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, pa.Array, pa.Array]:
+    """split_brain.window_traffic's rules over rows `t` (reachable, active, total_enqueued) sorted by
+    key and time (`ts` µs, `row_key` their key codes, `hole` a hole before the row): per window, the
+    unanswered scrapes and holes of either side inside the certain window, and each side's counter
+    growth on its active observations inside the possible window (null: none). `keys`: each window's
+    two sides as key codes (-1: no row of that side here); windows' bounds in µs."""
     unreachable = pc.invert(t.column("reachable")).fill_null(False).to_numpy(zero_copy_only=False)
     unanswered_before = np.concatenate([[0], np.cumsum(unreachable)])
-    holes_before = np.concatenate([[0], np.cumsum(at["hole"])])
+    holes_before = np.concatenate([[0], np.cumsum(hole)])
     counter = t.column("total_enqueued")
     counted = (pc.fill_null(t.column("active"), False).to_numpy(zero_copy_only=False)
                & ~counter.is_null().to_numpy(zero_copy_only=False))
@@ -138,26 +156,61 @@ def windows_from_sorted(t: pa.Table, iv: pa.Table, at: dict[str, np.ndarray], no
     info = np.iinfo(np.int64)
     high, low = np.where(counted, counter, info.min), np.where(counted, counter, info.max)
 
-    unanswered = np.zeros(len(a), dtype=np.int64)
+    def bounds(k: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row positions of [lo, hi] among key k's rows (empty where k < 0)."""
+        first, last = np.zeros(len(k), dtype=np.int64), np.zeros(len(k), dtype=np.int64)
+        has = k >= 0
+        if len(ts) and has.any():
+            first[has] = positions(ts, row_key, k[has], lo[has], "left")
+            last[has] = positions(ts, row_key, k[has], hi[has], "right")
+        return first, last
+
+    unanswered = np.zeros(len(certain[0]), dtype=np.int64)
     growth = []
-    for side in (a, b):
-        k = at["key"][side]
-        c0, c1 = positions(ts, row_key, k, certain[0], "left"), positions(ts, row_key, k, certain[1], "right")
+    for k in keys:
+        c0, c1 = bounds(k, *certain)
         unanswered += unanswered_before[c1] - unanswered_before[c0]
         inner = np.minimum(c0 + 1, c1)  # a hole before row r lies inside when rows r-1 and r both do
         unanswered += holes_before[c1] - holes_before[inner]
-        p0, p1 = positions(ts, row_key, k, possible[0], "left"), positions(ts, row_key, k, possible[1], "right")
+        p0, p1 = bounds(k, *possible)
         none = counted_before[p1] == counted_before[p0]
         grown = range_reduce(np.maximum, high, p0, p1, info.min) - range_reduce(np.minimum, low, p0, p1, info.max)
         growth.append(pa.array(np.where(none, 0, grown), pa.int64(), mask=none))
+    return unanswered, growth[0], growth[1]
 
-    return spine_rows(PART_WINDOW, {
-        "kind": iv.column("kind").take(a), "group_name": iv.column("group_name").take(a),
-        "instance": iv.column("instance").take(a), "instance_b": iv.column("instance").take(b),
-        "certain_start": timestamps(certain[0]), "certain_end": timestamps(certain[1]),
-        "possible_start": timestamps(possible[0]), "possible_end": timestamps(possible[1]),
-        "unanswered": pa.array(unanswered, pa.int64()), "enqueued_a": growth[0], "enqueued_b": growth[1],
-    })
+
+def window_rows_of(windows: dict, unanswered: np.ndarray, enqueued_a: pa.Array, enqueued_b: pa.Array) -> dict:
+    """split_brain.window_rows in Arrow: SPLIT_BRAIN_WINDOWS columns of `windows` (kind, group_name,
+    instance_a, instance_b, bounds as µs arrays) and their traffic (window_traffic_sorted)."""
+    start, end = windows["certain_start"], windows["certain_end"]
+    ids = [hashlib.sha256("/".join(parts).encode()).hexdigest()[:32] for parts in zip(
+        pc.cast(windows["group_name"], pa.string()).to_pylist(), pc.cast(windows["instance_a"], pa.string()).to_pylist(),
+        pc.cast(windows["instance_b"], pa.string()).to_pylist(), spark_times(start))]
+    return {**windows, "window_id": pa.array(ids, pa.string()),
+            **{name: timestamps(windows[name]) for name in ("certain_start", "certain_end", "possible_start", "possible_end")},
+            "certainty": pa.array(np.where(unanswered > 0, "possible", "certain"), pa.string()),
+            "duration_s": pa.array((end - start).astype(np.float64) / 1e6, pa.float64()),
+            "enqueued_a": enqueued_a, "enqueued_b": enqueued_b}
+
+
+def windows_on_rows(bounds: pa.Table, rows: pa.Table, hole_us: float = math.inf) -> pa.Table:
+    """SPLIT_BRAIN_WINDOWS rows of windows whose pair and bounds are known (`bounds`: window_bounds_of
+    columns), measured on `rows` (group_name, instance, ts, reachable, active, total_enqueued): all
+    the rows of both sides inside each possible window, in any order."""
+    t, starts = sort_by_key(rows)
+    first = np.flatnonzero(starts)
+    code = {(g, i): k for k, (g, i) in enumerate(zip(pc.cast(t.column("group_name").take(first), pa.string()).to_pylist(),
+                                                     pc.cast(t.column("instance").take(first), pa.string()).to_pylist()))}
+    groups = bounds.column("group_name").to_pylist()
+    keys = tuple(np.array([code.get(gi, -1) for gi in zip(groups, bounds.column(side).to_pylist())], dtype=np.int64)
+                 for side in ("instance_a", "instance_b"))
+    ts, _ = micros(t.column("ts"))
+    us = {name: micros(bounds.column(name))[0] for name in ("certain_start", "certain_end", "possible_start", "possible_end")}
+    traffic = window_traffic_sorted(t, ts, np.cumsum(starts) - 1, hole_before(ts, starts, hole_us), keys,
+                                    (us["certain_start"], us["certain_end"]), (us["possible_start"], us["possible_end"]))
+    columns = window_rows_of({**{name: bounds.column(name) for name in ("kind", "group_name", "instance_a", "instance_b")}, **us},
+                             *traffic)
+    return contract_table(columns, SPLIT_BRAIN_WINDOWS)
 
 
 def window_bounds_of(intervals: pa.Table, nonexclusive: Sequence[str]) -> pa.Table:
@@ -196,9 +249,14 @@ def increment_from_sorted(t: pa.Table, starts_key: np.ndarray, hole_us: float = 
     the carried rows of every instance and the new rows, `_new` true), as SPINE rows: per instance
     with new rows, its intervals from where they may have changed on (PART_RESUME: its carried
     interval's start, else its first new row) and its new carry; the carry of every other instance
-    as it was; PART_LATE for an instance with a new row not later than a carried one (then nothing
+    as it was; the identity sightings of the new rows (PART_SIGHTING, when `t` has an `identity`
+    column); PART_LATE for an instance with a new row not later than a carried one (then nothing
     else: only a full run is exact)."""
     new = t.column("_new").to_numpy(zero_copy_only=False)
+    sightings = []
+    if "identity" in t.column_names:
+        sightings = [spine_rows(PART_SIGHTING, sightings_of_rows(t))]
+        t = t.drop_columns(["identity"])
     t = t.drop_columns(["_new"])
     key = np.cumsum(starts_key) - 1
     touched = np.zeros(int(key[-1]) + 1 if len(key) else 0, dtype=bool)
@@ -206,7 +264,7 @@ def increment_from_sorted(t: pa.Table, starts_key: np.ndarray, hole_us: float = 
     as_was = spine_rows(PART_CARRY, t.filter(pa.array(~touched[key])))
     t, starts_key, new = t.filter(pa.array(touched[key])), starts_key[touched[key]], new[touched[key]]
     if not t.num_rows:
-        return as_was
+        return pa.concat_tables([as_was, *sightings])
     key_first = np.flatnonzero(starts_key)
     ts, _ = micros(t.column("ts"))
     never, ever = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -223,7 +281,7 @@ def increment_from_sorted(t: pa.Table, starts_key: np.ndarray, hole_us: float = 
     recomputed = iv.filter(pa.array(at["start"] >= resume[at["key"]])) if iv.num_rows else iv
     return pa.concat_tables([as_was, spine_rows(PART_INTERVAL, recomputed),
                              spine_rows(PART_CARRY, carry_rows(t, starts_key, iv, at, hole_us)),
-                             spine_rows(PART_RESUME, {**names, "ts": timestamps(resume)})])
+                             spine_rows(PART_RESUME, {**names, "ts": timestamps(resume)}), *sightings])
 
 
 def gold_spine(broker_state: DataFrame, nonexclusive: list[str] | None = None, partitions: int | None = None,
@@ -241,7 +299,7 @@ def spine_intervals(spine: DataFrame) -> DataFrame:
 
 def spine_windows(spine: DataFrame) -> DataFrame:
     windows = spine.where(F.col("_part") == PART_WINDOW).withColumnRenamed("instance", "instance_a")
-    return window_rows(windows.withColumn("window_id", window_id()))
+    return windows.select(*SPLIT_BRAIN_WINDOWS.column_names)
 
 
 def spine_carry(spine: DataFrame) -> DataFrame:

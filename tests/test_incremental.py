@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
+from analysis import spine_increment
 from analysis import watermark as watermark_module
 from analysis.params import spine_params
 from analysis.runner import analyze
@@ -108,8 +109,15 @@ def test_nothing_new_changes_nothing_and_full_recomputes(analysed_kill_master, k
 
 @pytest.fixture(scope="module")
 def generated():
-    base, extra = generate(groups=6, obs=600, extra=150, seed=3)
-    return base, extra
+    """Generated rows; the active ones report a store (group g0001's second instance another one:
+    findings in ha_group_checks)."""
+    return tuple(with_stores(t) for t in generate(groups=6, obs=600, extra=150, seed=3))
+
+
+def with_stores(rows: pa.Table) -> pa.Table:
+    group, instance = rows.column("group_name").to_pylist(), rows.column("instance").to_pylist()
+    stores = [f"KahaDB[/data/{i if g == 'g0001' else g}]" for g, i in zip(group, instance)]
+    return rows.append_column("store", pa.array(stores, pa.string()))
 
 
 def gold_lakehouse(root: Path, spark, rows) -> tuple[Lakehouse, SparkLakehouse]:
@@ -141,7 +149,10 @@ def generated_full_gold(generated, tmp_path_factory, spark):
     return snapshot(full_lh, GOLD_TABLES)
 
 
-def test_gold_increments_equal_a_full_run(generated, generated_base_gold, generated_full_gold, tmp_path, spark):
+@pytest.mark.parametrize("driver_rows", [spine_increment.DRIVER_ROWS, 0])  # the pass on the driver / in Spark
+def test_gold_increments_equal_a_full_run(generated, generated_base_gold, generated_full_gold, tmp_path, spark, monkeypatch,
+                                          driver_rows):
+    monkeypatch.setattr(spine_increment, "DRIVER_ROWS", driver_rows)
     _base, extra = generated
     shutil.copytree(generated_base_gold, tmp_path / "inc")  # the base rows and their gold, ours to append to
     lh = Lakehouse(tmp_path / "inc")
@@ -156,6 +167,7 @@ def test_gold_increments_equal_a_full_run(generated, generated_base_gold, genera
     got = snapshot(lh, GOLD_TABLES)
     assert got == generated_full_gold
     assert got["split_brain_windows"] and {e["event_type"] for e in got["failover_events"]} >= {"failover", "restart"}
+    assert {c["check"] for c in got["ha_group_checks"]} == {"group-members-disagree"}
 
 
 def ticks_between(rows, lo: int, hi: int) -> list[int]:

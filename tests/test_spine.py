@@ -129,7 +129,7 @@ def test_misconfigured_pair_is_a_group_check_finding(spark):
         "CASE instance WHEN 'a' THEN 'KahaDB[/data/a]' WHEN 'b' THEN 'KahaDB[/data/b]' ELSE 'KahaDB[/data/a]' END"))
     st = st.withColumn("group_name", F.expr(
         "CASE instance WHEN 'c' THEN 'other' ELSE 'g' END"))
-    got = {r["check"]: r.asDict() for r in ha_group_checks(identity_sightings(st)).collect()}
+    got = {r["check"]: r for r in ha_group_checks(identity_sightings(st).toArrow()).to_pylist()}
     assert set(got) == {"group-members-disagree", "identity-in-several-groups"}
     d = got["group-members-disagree"]
     assert (d["group_name"], d["instances"], d["identities"]) == ("g", "a, b", "KahaDB[/data/a], KahaDB[/data/b]")
