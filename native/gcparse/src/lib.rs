@@ -17,6 +17,7 @@ pub mod pyfns;
 pub mod pyuni;
 pub mod rx;
 pub mod sstr;
+pub mod tagset;
 pub mod ts;
 pub mod unified;
 pub mod unified_concurrent;

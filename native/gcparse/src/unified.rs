@@ -5,12 +5,12 @@ use crate::out::Out;
 use crate::core::{Owner, EVENT, IGNORED, UNKNOWN};
 use crate::event::Event;
 use crate::layout::{detect_layout, Layout, Locs};
+use crate::tagset::{self, TagKinds};
 use crate::pyfns::{is_decimal, num, py_float, rstrip, rstrip_nl, size_kb, strip, Kb, PyInt};
 use crate::rx::py_m;
 use crate::ts::{wall_of_date, wall_of_epoch_ms, Ts, Up};
 use crate::rx::Re;
 use crate::unified_scan::{self as scan, plain};
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 pub const SAFEPOINT_PHASE: &str = "Safepoint";
@@ -165,7 +165,7 @@ pub struct Unified {
     pub has_level: bool,
     pub exit_block: bool,
     pub foreign_block: bool,
-    tag_kind: HashMap<Box<str>, u8>,
+    tag_kind: TagKinds,
     pub first_ts: Option<Ts>,
     /// the last decorated line and its layout (its time stamp is converted on demand)
     last_line: String,
@@ -188,7 +188,7 @@ impl Default for Unified {
             has_level: false,
             exit_block: false,
             foreign_block: false,
-            tag_kind: HashMap::new(),
+            tag_kind: TagKinds::default(),
             first_ts: None,
             last_line: String::new(),
             last_locs: None,
@@ -263,9 +263,12 @@ impl Unified {
                     }
                 }
             }
-            let layout = self.layout.clone().unwrap();
+            // taken out for the call (no reference count traffic per line); nothing under
+            // decorated_line reads or sets self.layout / self.locs
+            let layout = self.layout.take().unwrap();
             let locs = self.locs.take().unwrap();
             let code = self.decorated_line(o, line, &line[end..], &locs, &layout, line_no, out);
+            self.layout = Some(layout);
             self.locs = Some(locs);
             return code;
         }
@@ -281,30 +284,30 @@ impl Unified {
         &mut self, o: &mut Owner, line: &str, msg: &str, locs: &Locs, layout: &Arc<Layout>,
         line_no: u64, out: &mut Out,
     ) -> u8 {
-        // remember the line for span() (its time stamp is converted only when asked)
+        // remember the line's decorators for span() (its time stamp is converted only when
+        // asked; the group spans all lie before msg)
         self.last_line.clear();
-        self.last_line.push_str(line);
-        match &mut self.last_locs {
-            Some(l) if Arc::ptr_eq(self.last_layout.as_ref().unwrap(), layout) => l.clone_from(locs),
-            _ => self.last_locs = Some(locs.clone()),
+        self.last_line.push_str(&line[..line.len() - msg.len()]);
+        match (&mut self.last_locs, &self.last_layout) {
+            (Some(l), Some(last)) if Arc::ptr_eq(last, layout) => l.clone_from(locs),
+            _ => {
+                self.last_locs = Some(locs.clone());
+                self.last_layout = Some(layout.clone());
+            }
         }
-        self.last_layout = Some(layout.clone());
         let d = Deco { line, locs, layout };
         if self.first_ts.is_none() {
             self.first_ts = Some(d.ts());
         }
         if let Some(tags) = d.group(layout.g_tags) {
-            let kind = match self.tag_kind.get(tags) {
-                Some(k) => *k,
-                None => self.classify_tags(tags),
-            };
-            if kind == 1 {
+            let kind = self.tag_kind.kind(tags);
+            if kind == tagset::FOREIGN {
                 // output of other unified tags (class+load, os+thread, jit ...)
                 self.foreign_block = true;
                 return IGNORED;
             }
             self.foreign_block = false;
-            if kind == 2 && !msg.starts_with("GC(") {
+            if kind == tagset::INFO && !msg.starts_with("GC(") {
                 // gc+init, gc+heap+exit, gc+stats, safepoint+cleanup ...: informational
                 if msg.starts_with("Using ") || msg.starts_with("Heap ") || msg.starts_with("Initializing") {
                     self.plain_line(o, rstrip_nl(msg), Some(&d), line_no, out, line);
@@ -320,7 +323,7 @@ impl Unified {
     ) -> u8 {
         if msg.starts_with("GC(") {
             self.exit_block = false;
-            let Some(j) = msg[3..].find(')').map(|j| j + 3) else { return UNKNOWN };
+            let Some(j) = memchr::memchr(b')', &msg.as_bytes()[3..]).map(|j| j + 3) else { return UNKNOWN };
             let idtxt = &msg[3..j];
             if idtxt.is_empty() || !idtxt.chars().all(is_decimal) {
                 return UNKNOWN; // (isdigit() would accept '²')
@@ -355,20 +358,6 @@ impl Unified {
         }
         o.unified_mode = true;
         self.plain_line(o, msg, d, line_no, out, line)
-    }
-
-    fn classify_tags(&mut self, tags: &str) -> u8 {
-        let kind = if !tags.contains("gc") && !tags.contains("safepoint") {
-            1
-        } else if tags.starts_with("safepoint,") || plain_res().info_tags.is_match(tags) {
-            2
-        } else {
-            0
-        };
-        if self.tag_kind.len() < 4096 {
-            self.tag_kind.insert(tags.into(), kind);
-        }
-        kind
     }
 
     // -- lines without GC id -----------------------------------------------------------------

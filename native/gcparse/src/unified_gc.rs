@@ -88,7 +88,7 @@ impl Unified {
 
     /// Labelled lines, failure markers, other detail lines of a GC id.
     fn detail_line(&mut self, o: &mut Owner, gc_id: &PyInt, rest: &str, c0: char, d: Option<&Deco>, line_no: u64) -> u8 {
-        if let Some(colon) = rest.find(':') {
+        if let Some(colon) = memchr::memchr(b':', rest.as_bytes()) {
             let nchars = if rest.is_ascii() { colon } else { rest[..colon].chars().count() };
             if 0 < nchars && nchars < 24 {
                 if let Some(code) = self.label_line(o, gc_id, rest, colon, c0, d, line_no) {

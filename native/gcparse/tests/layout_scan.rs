@@ -1,5 +1,6 @@
-//! The hand-written decorator scanner (Layout::read on ASCII lines) against the layout's
-//! regex, on decorator lines of every kind and proptest mutations of them.
+//! The hand-written decorator scanner (Layout::read) against the layout's regex, on decorator
+//! lines of every kind and proptest mutations of them (non-ASCII insertions included: Unicode
+//! digits, spaces and letters, where the regex's classes are wider than the scan's).
 use brokerscope_gcparse::layout::detect_layout;
 use proptest::prelude::*;
 
@@ -37,7 +38,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(4000))]
     #[test]
     fn mutations_agree(i in 0..LINES.len(), j in 0..LINES.len(), at in 0usize..90, cut in 0usize..4,
-                       ins in "[0-9 .,:+\\-TZsmn\\[\\]a-z_\t\x0b\x1c]{0,4}") {
+                       ins in "[0-9 .,:+\\-TZsmn\\[\\]a-z_\t\x0b\x1c\u{a0}\u{3000}\u{663}\u{e9}\u{2028}]{0,4}") {
         let l: Vec<char> = LINES[j].chars().collect();
         let at = at % (l.len() + 1);
         let end = (at + cut).min(l.len());
