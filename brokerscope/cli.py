@@ -257,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_replay)
 
     sp = with_config(sub.add_parser("analyze", help="run the Spark jobs: bronze → silver → gold"))
-    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None, help="Delta access from Spark (default: $BROKERSCOPE_DELTA, else bridge)")
+    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None, help="Delta access from Spark (default: $BROKERSCOPE_DELTA, else auto: native delta-spark when its jars are cached, else the delta-rs bridge)")
     sp.add_argument("--full", action="store_true", help="recompute everything, not only what new bronze rows change")
     sp.set_defaults(func=cmd_analyze)
 

@@ -325,7 +325,7 @@ def add_parser(sub) -> None:
     sp.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (plain, .gz, .zip)")
     sp.add_argument("--config", "-c", required=True)
     sp.add_argument("--target", help="the JVM they belong to (default: the target whose gc_logs match)")
-    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None, help="Delta access from Spark (default: $BROKERSCOPE_DELTA, else bridge)")
+    sp.add_argument("--mode", choices=["auto", "native", "bridge"], default=None, help="Delta access from Spark (default: $BROKERSCOPE_DELTA, else auto: native delta-spark when its jars are cached, else the delta-rs bridge)")
     sp.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_import)
 

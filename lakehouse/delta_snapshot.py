@@ -45,7 +45,7 @@ def _snapshot(spark: SparkSession, uri: str, version: int | None):
     return log, log.getSnapshotAt(version, none, none, False)
 
 
-def _files(spark: SparkSession, snapshot):
+def snapshot_files(spark: SparkSession, snapshot):
     """The snapshot's AddFiles (a Scala Seq): its checksum's list when it has one (no Spark job),
     else its log replay."""
     crc = snapshot.checksumOpt()
@@ -60,7 +60,7 @@ def pinned_frame(spark: SparkSession, uri: str, version: int | None = None) -> D
     that one snapshot, read by delta-spark; None when this delta-spark lacks the APIs used."""
     try:
         log, snapshot = _snapshot(spark, uri, version)
-        jdf = log.createDataFrame(snapshot, _files(spark, snapshot), False, spark._jvm.scala.Option.empty())  # type: ignore[attr-defined]
+        jdf = log.createDataFrame(snapshot, snapshot_files(spark, snapshot), False, spark._jvm.scala.Option.empty())  # type: ignore[attr-defined]
     except Py4JJavaError:  # delta-spark's own error (a corrupt log, storage): surface it
         raise
     except Py4JError as e:  # a method py4j cannot find in this delta-spark

@@ -111,6 +111,11 @@ def _with_delta(settings: dict[str, str], delta: str) -> None:
     # two loaded cores (BENCHMARKS.md). The contracts lead with their key, time, group and instance
     # columns, the ones readers filter on; the rest only ever get scanned.
     settings.setdefault(DELTA_TABLE_DEFAULTS + "dataSkippingNumIndexedCols", str(STATS_COLUMNS))
+    # A checkpoint is a Spark job writing Parquet: ~2 s on two loaded cores however small the table.
+    # delta-spark writes one every 10 commits by default; the gold tables are rewritten on every
+    # analysis tick, so that was +0.2 s per write on average (BENCHMARKS.md). Every version has its
+    # `.crc` (file list, protocol, metadata), so reads replay no log; 100 is delta-rs's interval.
+    settings.setdefault(DELTA_TABLE_DEFAULTS + "checkpointInterval", "100")
 
 
 def _local_cores(master: str) -> int:
@@ -217,8 +222,7 @@ def delta_native_available(spark: SparkSession) -> bool:
 
 
 def lakehouse_mode(mode: str | None = None) -> str:
-    """How Spark reads and writes the tables: the argument, else $BROKERSCOPE_DELTA, else bridge.
-    auto: native when the session has delta-spark, else the bridge. The bridge is the default for
-    now: native Delta gives the same rows but ran 3.7× slower on local runs (a snapshot rebuild per
-    read after a write, 3–4 jobs per commit; BENCHMARKS.md, issue P15)."""
-    return (mode or os.environ.get("BROKERSCOPE_DELTA") or "bridge").strip().lower()
+    """How Spark reads and writes the tables: the argument, else $BROKERSCOPE_DELTA, else auto.
+    auto (the default): native delta-spark when the session has it, else the delta-rs bridge (a
+    site without the jars). native: delta-spark or an error; bridge: delta-rs commits."""
+    return (mode or os.environ.get("BROKERSCOPE_DELTA") or "auto").strip().lower()

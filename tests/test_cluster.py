@@ -1,5 +1,5 @@
 """The same jobs on a real Spark standalone cluster (master + 2 workers from pyspark's own
-`spark-class`, on loopback) give the same silver and gold as local mode: the cluster on native Delta, local on the default bridge."""
+`spark-class`, on loopback) give the same silver and gold as local mode: both on native Delta (the default; tests/test_delta_parity.py compares it with the bridge)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,6 @@ def test_cluster_gives_the_same_gold_as_local_mode(analysed_kill_master, tmp_pat
         assert run.returncode == 0, run.stderr[-3000:]
     assert list((tmp_path / "spark").glob("worker*/app-*/*")), "no executor ran on the workers"
     assert snapshot(Lakehouse(tmp_path / "cluster" / "lh")) == snapshot(Lakehouse(analysed_kill_master.root))
-    # the cluster ran native Delta (delta-spark's jars shipped to the executors through spark.jars),
-    # the local session the default bridge: the same gold both ways
+    # the cluster ran native Delta (delta-spark's jars shipped to the executors through spark.jars)
     engines = {h.get("engineInfo", "") for h in Lakehouse(tmp_path / "cluster" / "lh").history("role_intervals")}
     assert engines and all("Delta-Lake/" in e for e in engines), engines
