@@ -405,14 +405,24 @@ def main(argv: list[str] | None = None) -> int:
 def run(args, say, work, root, hist_ticks, tail_ticks, silver_ticks, run_ticks, hour_ms, load_before) -> int:
     from settings import config_from_dict
 
+    marker = os.path.join(work, "progress.json")
+    resume = args.resume and os.path.exists(marker)
+    info = json.load(open(marker)) if resume else {}
+    model = {"groups": args.groups, "days": args.days, "destinations": args.destinations, "event_hours": args.event_hours,
+             "tail_minutes": args.tail_minutes, "run_ticks": run_ticks}
+    if resume:  # the same fleet (its random events depend on the number of scrapes modelled), never a longer hour
+        if "model" not in info:
+            raise SystemExit(f"--resume: {marker} was written by an earlier version of this bench")
+        if {k: v for k, v in info["model"].items() if k != "run_ticks"} != {k: v for k, v in model.items() if k != "run_ticks"}:
+            raise SystemExit(f"--resume: {marker} was made with {info['model']}, not {model}")
+        if run_ticks > info["model"]["run_ticks"]:
+            raise SystemExit("--resume: --minutes may not exceed the first run's")
+        run_ticks = info["model"]["run_ticks"]
     t = time.perf_counter()
     fleet = Fleet(args.groups, run_ticks, max(1, int(args.event_hours * 3_600_000 / PERIOD_MS)), args.destinations, silver_ticks)
     say(f"fleet: {args.groups} groups x 2 ActiveMQ instances, {hist_ticks:,} scrapes each in {args.days:g} days "
         f"(every {PERIOD_MS / 1000:.4f} s) + {args.minutes:g} min; {len(fleet.dests)} queues per broker; "
         f"{int((fleet.stuck_lo >= 0).sum())} stuck runs; model built in {time.perf_counter() - t:.1f} s")
-    marker = os.path.join(work, "progress.json")
-    resume = args.resume and os.path.exists(marker)
-    info = json.load(open(marker)) if resume else {}
 
     cfg_data = {"lakehouse": root, "scrape_interval": SCRAPE_INTERVAL,
                 "targets": [{"name": n, "kind": "activemq", "url": u, "group": g} for n, u, g in zip(fleet.names, fleet.urls, fleet.group_of)]}
@@ -457,7 +467,7 @@ def run(args, say, work, root, hist_ticks, tail_ticks, silver_ticks, run_ticks, 
         say(f"Spark started in {time.perf_counter() - t:.1f} s")
     else:
         spark, info = set_up(args, say, fleet, cfg, lh, root, hist_ticks, silver_ticks, hist_end_ms, land)
-        info["ticks"], info["next_lo"] = [], hist_end_ms
+        info["ticks"], info["next_lo"], info["model"] = [], hist_end_ms, model
         with open(marker, "w") as fh:
             json.dump(info, fh)
     written, gen_s, setup_s, setup_jobs = info["written"], info["gen_s"], info["setup_s"], info["setup_jobs"]
