@@ -35,7 +35,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from analysis.runs import contract_frame, fmt_ts, seconds, utc_ns
-from analysis.frames import ts_within
+from analysis.frames import merged_spans, ts_within
 from lakehouse.tables import CLIENT_SHIFTS
 
 KINDS = ("activemq", "artemis")  # exclusive live/backup kinds whose brokers count client connections
@@ -181,6 +181,20 @@ def client_shifts(events: pd.DataFrame, state: pd.DataFrame, params: ShiftParams
     return contract_frame(out, CLIENT_SHIFTS)
 
 
+def window_rows(slh, spans) -> pd.DataFrame:
+    """broker_state rows of each group inside that group's own (group, lo, hi) spans: a broadcast
+    join on the merged spans, so the driver receives the windows' rows only, however many events
+    there are (past 256 windows `ts_within` prunes by their hull only: a fleet's whole history)."""
+    windows = [(g, lo, hi) for g, rows in pd.DataFrame(list(spans), columns=["g", "lo", "hi"]).groupby("g")
+               for lo, hi in merged_spans((lo.to_pydatetime(), hi.to_pydatetime()) for lo, hi in zip(rows["lo"], rows["hi"]))]
+    if not windows:
+        return pd.DataFrame(columns=STATE_COLUMNS)
+    bounds = slh.spark.createDataFrame(windows, "group_name string, _lo timestamp, _hi timestamp")
+    return (slh.read("broker_state", columns=STATE_COLUMNS).where(ts_within([(lo, hi) for _, lo, hi in windows]))
+            .join(F.broadcast(bounds), "group_name").where(F.col("ts").between(F.col("_lo"), F.col("_hi")))
+            .select(*STATE_COLUMNS).toPandas())
+
+
 def run_client_shifts(slh, params: ShiftParams, progress=None, commit_info: dict | None = None) -> dict[str, int]:
     """failover_events + broker_state (only the windows around the events) → client_shifts (whole table)."""
     (progress or (lambda m: None))("gold client_shifts")
@@ -188,10 +202,7 @@ def run_client_shifts(slh, params: ShiftParams, progress=None, commit_info: dict
     moves = events[events["kind"].isin(KINDS) & events["event_type"].isin(MOVES)]
     starts = pd.to_datetime(moves["old_last_active"], utc=True) - pd.Timedelta(seconds=LOOKBACK_S)
     ends = pd.to_datetime(moves["new_first_active"], utc=True) + pd.Timedelta(seconds=HORIZON_S)
-    spans = [(lo.to_pydatetime(), hi.to_pydatetime()) for lo, hi in zip(starts, ends)]
-    groups = sorted(set(moves["group_name"]))
-    state = (slh.read("broker_state", columns=STATE_COLUMNS).where(F.col("group_name").isin(groups) & ts_within(spans))
-             .toPandas() if spans else pd.DataFrame(columns=STATE_COLUMNS))
+    state = window_rows(slh, zip(moves["group_name"], starts, ends))
     found = client_shifts(events, state, params)
     df = slh.spark.createDataFrame(found, CLIENT_SHIFTS.spark_schema())
     return {"client_shifts": slh.write("client_shifts", df, commit_info=commit_info)}

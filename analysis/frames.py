@@ -235,15 +235,21 @@ def by_group(df: DataFrame, columns: Sequence[str], fn, schema, partitions: int 
     return shuffled.mapInArrow(run, schema)
 
 
-def ts_within(spans: list[tuple], most: int = 256) -> Column:
-    """`ts` inside one of `spans` (merged; beyond `most`, their hull): Parquet skips the row
-    groups outside, so a few short windows read a few row groups."""
+def merged_spans(spans) -> list[list]:
+    """(lo, hi) spans merged where they overlap or touch, sorted."""
     merged: list[list] = []
     for lo, hi in sorted(spans):
         if merged and lo <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], hi)
         else:
             merged.append([lo, hi])
+    return merged
+
+
+def ts_within(spans: list[tuple], most: int = 256) -> Column:
+    """`ts` inside one of `spans` (merged; beyond `most`, their hull): Parquet skips the row
+    groups outside, so a few short windows read a few row groups."""
+    merged = merged_spans(spans)
     if len(merged) > most:
         merged = [[merged[0][0], max(hi for _, hi in merged)]]
     return reduce(operator.or_, (F.col("ts").between(F.lit(lo), F.lit(hi)) for lo, hi in merged), F.lit(False))

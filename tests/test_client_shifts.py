@@ -9,7 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from analysis.client_shifts import HORIZON_S, ShiftParams, client_shifts
+from analysis.client_shifts import HORIZON_S, STATE_COLUMNS, ShiftParams, client_shifts, window_rows
+from tests.spark_fixtures import spark  # noqa: F401
 
 T0 = datetime(2026, 11, 26, 6, 0, 0, tzinfo=timezone.utc)
 
@@ -113,3 +114,26 @@ def test_the_look_ends_with_the_new_lives_role_and_after_the_horizon():
 def test_only_failovers_and_failbacks_of_broker_kinds_are_measured():
     state = killed_primary(arrive_at=3.75)
     assert shifts([event(2.0, 3.25, kind="kafka"), event(2.0, 3.25, event_type="restart", event_id="e3")], state) == []
+
+
+def test_the_windows_rows_are_each_groups_own_however_many_events(spark, tmp_path):  # noqa: F811
+    """The driver gets a group's rows inside that group's own windows only: not another group's
+    rows that fall in them, and not the hull of all windows when there are more than 256 of them
+    (the whole history of a fleet, collected to the driver, on every run)."""
+    from lakehouse.spark import SparkLakehouse
+    from lakehouse.store import Lakehouse
+    from tests.test_lakehouse import make_rows
+
+    rows = make_rows("broker_state", 2000, step_s=1)
+    for i, r in enumerate(rows):
+        r.update(group_name="g" if i % 2 else "h", ts=at(i))
+    lh = Lakehouse(tmp_path / "lake")
+    lh.append("broker_state", rows)
+    spans = [("g", pd.Timestamp(at(s)), pd.Timestamp(at(s + 2))) for s in range(0, 1800, 6)]  # 300 windows
+    spans.append(("g", pd.Timestamp(at(1)), pd.Timestamp(at(4))))  # overlaps the first: merged, no duplicate
+    got = window_rows(SparkLakehouse(spark, lh), iter(spans))
+    want = [(r["group_name"], r["ts"]) for r in rows
+            if r["group_name"] == "g" and any(lo <= pd.Timestamp(r["ts"]) <= hi for _, lo, hi in spans)]
+    assert sorted(zip(got["group_name"], pd.to_datetime(got["ts"], utc=True))) == sorted((g, pd.Timestamp(t)) for g, t in want)
+    assert list(got.columns) == STATE_COLUMNS
+    assert window_rows(SparkLakehouse(spark, lh), iter([])).empty

@@ -91,7 +91,7 @@ def halves(name: str, workdir: Path) -> tuple[Path, Path]:
 def test_native_and_bridge_give_the_same_lakehouse(drill, tmp_path, spark, request):
     lakes = {}
     for mode in ("native", "bridge"):
-        if mode == "bridge" and drill == "activemq-kill-master":  # the session's analysed drill (bridge, the default)
+        if mode == "native" and drill == "activemq-kill-master":  # the session's analysed drill (native, the default)
             lakes[mode] = Lakehouse(request.getfixturevalue("analysed_kill_master").root)
             continue
         cfg = drill_config(drill, tmp_path / mode)
@@ -134,15 +134,14 @@ def test_each_path_carries_on_from_the_others_tables(first, then, tmp_path, spar
     assert all(len(rows) == lh.count(t) for t, rows in got.items())
 
 
-def test_the_bridge_is_the_default_and_native_is_chosen(spark, tmp_path, monkeypatch):
-    """The session carries delta-spark (jars cached); the bridge writes unless native is asked for
-    (native: same rows, 3.7x slower locally for now — BENCHMARKS.md)."""
+def test_native_is_the_default_and_the_bridge_is_chosen(spark, tmp_path, monkeypatch):
+    """The session carries delta-spark (jars cached): native unless the bridge is asked for."""
     monkeypatch.delenv("BROKERSCOPE_DELTA", raising=False)
     lh = Lakehouse(tmp_path / "lh")
-    assert SparkLakehouse(spark, lh).mode == "bridge"
-    assert SparkLakehouse(spark, lh, mode="auto").mode == "native"
-    monkeypatch.setenv("BROKERSCOPE_DELTA", "native")
     assert SparkLakehouse(spark, lh).mode == "native"
+    assert SparkLakehouse(spark, lh, mode="auto").mode == "native"
+    monkeypatch.setenv("BROKERSCOPE_DELTA", "bridge")
+    assert SparkLakehouse(spark, lh).mode == "bridge"
 
 
 def test_missing_jars_name_the_setup_command(tmp_path, monkeypatch):

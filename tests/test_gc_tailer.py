@@ -339,11 +339,20 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path, logs):
 
 CHURN = """
 public class Churn {
+    static long gcs() {
+        long n = 0;
+        for (java.lang.management.GarbageCollectorMXBean b : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans())
+            n += Math.max(0, b.getCollectionCount());
+        return n;
+    }
+
+    // args: run at least this many ms, and until this many GCs (the log's volume: load-independent), at most 120 s
     public static void main(String[] a) throws Exception {
-        long end = System.currentTimeMillis() + Long.parseLong(a[0]);
+        long start = System.currentTimeMillis(), end = start + Long.parseLong(a[0]);
+        long minGcs = a.length > 1 ? Long.parseLong(a[1]) : 0;
         java.util.ArrayList<byte[]> keep = new java.util.ArrayList<>();
         int i = 0;
-        while (System.currentTimeMillis() < end) {
+        while (System.currentTimeMillis() < end || (gcs() < minGcs && System.currentTimeMillis() < start + 120_000)) {
             byte[] b = new byte[64 * 1024];
             if (++i % 8 == 0) keep.add(b);
             if (keep.size() > 200) keep.clear();
@@ -354,12 +363,13 @@ public class Churn {
 """
 
 
-def run_churn_jvm(folder: Path, millis: int, filecount: int = 5) -> subprocess.Popen:
-    """A real JVM writing a rotating unified GC log (64 KiB files) while it allocates."""
+def run_churn_jvm(folder: Path, millis: int, filecount: int = 5, gcs: int = 0) -> subprocess.Popen:
+    """A real JVM writing a rotating unified GC log (64 KiB files) while it allocates, for `millis`
+    and until it has collected `gcs` times (~36 G1 collections fill a 64 KiB file)."""
     src = folder / "Churn.java"
     src.write_text(CHURN)
     xlog = f"-Xlog:gc*,safepoint:file={folder / 'gc.log'}:time,uptime,level,tags:filecount={filecount},filesize=64k"
-    return subprocess.Popen(["java", "-Xmx64m", "-XX:+UseG1GC", xlog, str(src), str(millis)],
+    return subprocess.Popen(["java", "-Xmx64m", "-XX:+UseG1GC", xlog, str(src), str(millis), str(gcs)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -367,14 +377,16 @@ def run_churn_jvm(folder: Path, millis: int, filecount: int = 5) -> subprocess.P
 @pytest.mark.lab
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK")
 def test_real_jvm_rotating_log_is_tailed_exactly(tmp_path, logs):
-    jvm = run_churn_jvm(logs, 2500)
+    # 400 collections fill ~11 files of 64 KiB: the JVM deletes ~6 (filecount=5) however loaded the
+    # machine is (a fixed 2.5 s gave only 5 files, none deleted, at load 17)
+    jvm = run_churn_jvm(logs, 2500, gcs=400)
     cfg = config_from_dict(config(tmp_path))
     stop = threading.Event()
     with GcTailer(cfg) as tailer:
         th = threading.Thread(target=tailer.run, args=(stop,))
         th.start()
         try:
-            assert jvm.wait(60) == 0, jvm.stderr.read().decode()[-2000:]
+            assert jvm.wait(150) == 0, jvm.stderr.read().decode()[-2000:]
         finally:
             stop.set()
             th.join()
