@@ -64,9 +64,15 @@ def pinned_frame(spark: SparkSession, uri: str, version: int | None = None) -> D
     except Py4JJavaError:  # delta-spark's own error (a corrupt log, storage): surface it
         raise
     except Py4JError as e:  # a method py4j cannot find in this delta-spark
-        if "api" not in _WARNED:
-            _WARNED.add("api")
-            _log.warning("this delta-spark lacks DeltaLog.forTableWithSnapshot/createDataFrame (%s): reads plan "
-                         "their files per query (slower)", str(e).splitlines()[0])
+        missing_api(e, "pinned reads (reads plan their files per query)")
         return None
     return DataFrame(jdf, spark)
+
+
+def missing_api(e: Py4JError, what: str) -> None:
+    """Say once per use that this delta-spark lacks an internal API we call (the caller then takes
+    the public one, slower)."""
+    if what not in _WARNED:
+        _WARNED.add(what)
+        _log.warning("this delta-spark lacks the internal APIs for %s: %s; using its public API",
+                     what, str(e).splitlines()[0])

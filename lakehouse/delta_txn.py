@@ -25,7 +25,6 @@ and the caller uses the public writer.
 from __future__ import annotations
 
 import json
-import logging
 import time
 
 from py4j.protocol import Py4JError, Py4JJavaError
@@ -33,10 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakehouse.delta_snapshot import snapshot_files
-
-_log = logging.getLogger("brokerscope.lakehouse.spark")
-_WARNED: set[str] = set()
+from lakehouse.delta_snapshot import missing_api, snapshot_files
 
 
 def _same_columns(a: T.StructType, b: T.StructType) -> bool:
@@ -116,8 +112,5 @@ def txn_write(spark: SparkSession, uri: str, data: DataFrame | list[dict], *, ov
     except Py4JJavaError:  # delta-spark's own error (a conflict, a constraint, storage): the caller reports it
         raise
     except Py4JError as e:  # a method py4j cannot find in this delta-spark
-        if "api" not in _WARNED:
-            _WARNED.add("api")
-            _log.warning("this delta-spark lacks the transaction APIs used for writes (%s): native writes go "
-                         "through the public writer (slower)", str(e).splitlines()[0])
+        missing_api(e, "writes through its transaction (writes go through WriteIntoDelta)")
         return None
