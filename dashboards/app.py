@@ -333,7 +333,10 @@ class PagePrefetch:
             except BaseException as e:  # noqa: BLE001 - handed to the layout request, which raises it
                 fut.set_exception(e)
 
-        threading.Thread(target=run, name="brokerscope-page", daemon=True).start()
+        # not a daemon: a build still reading Delta (Rust, Arrow) when Ctrl-C ends the process would
+        # be torn down mid-call by the interpreter's exit (a SIGSEGV, seen in
+        # test_dashboard_serves_the_analysed_drill_until_ctrl_c); the exit waits for it instead
+        threading.Thread(target=run, name="brokerscope-page", daemon=False).start()
         return fut
 
     def start(self, path: str) -> None:
