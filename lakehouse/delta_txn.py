@@ -40,10 +40,23 @@ def _same_columns(a: T.StructType, b: T.StructType) -> bool:
     return [(f.name, f.dataType) for f in a.fields] == [(f.name, f.dataType) for f in b.fields]
 
 
+def partitions_matching(spark: SparkSession, partition_schema: T.StructType, keys, predicate: str) -> set[tuple]:
+    """The tuples of partition values among `keys` (as the Delta log writes them: strings, None for
+    null; in `partition_schema`'s order) that satisfy the SQL `predicate`, evaluated by Spark on the
+    values cast to the partition columns' types — so it means what it means to Delta itself. Raises
+    Spark's AnalysisException when the predicate uses anything but the partition columns. Shared by
+    the native transaction and the delta-rs bridge's replace_where."""
+    keys = sorted(set(keys), key=repr)
+    raw = T.StructType([T.StructField(f"_raw{i}", T.StringType()) for i in range(len(partition_schema.fields))])
+    frame = spark.createDataFrame(keys, raw).select(
+        *[F.col(f"_raw{i}").cast(f.dataType).alias(f.name) for i, f in enumerate(partition_schema.fields)],
+        *[F.col(f"_raw{i}") for i in range(len(partition_schema.fields))])
+    return {tuple(r[f"_raw{i}"] for i in range(len(partition_schema.fields))) for r in frame.filter(predicate).collect()}
+
+
 def _replaced(spark: SparkSession, files, replace_where: str | None, partition_schema: T.StructType):
     """The AddFiles an overwrite removes: all of them, or with `replace_where` those whose partition
-    values satisfy it (evaluated by Spark on the distinct values, typed as the table has them).
-    None when the predicate is not one on the partition columns."""
+    values satisfy it. None when the predicate is not one on the partition columns."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     files = list(jvm.scala.jdk.javaapi.CollectionConverters.asJava(files))
     if replace_where is None:
@@ -56,13 +69,8 @@ def _replaced(spark: SparkSession, files, replace_where: str | None, partition_s
         values = f.partitionValues()  # a Scala Map[String, String]: the log's strings, null for null
         return tuple(values.get(p).get() if values.get(p).isDefined() else None for p in names)
 
-    keys = sorted({key(f) for f in files}, key=repr)
-    raw = T.StructType([T.StructField(f"_raw{i}", T.StringType()) for i in range(len(names))])
-    frame = spark.createDataFrame(keys, raw).select(
-        *[F.col(f"_raw{i}").cast(f.dataType).alias(f.name) for i, f in enumerate(partition_schema.fields)],
-        *[F.col(f"_raw{i}") for i in range(len(names))])
     try:
-        matched = {tuple(r[f"_raw{i}"] for i in range(len(names))) for r in frame.filter(replace_where).collect()}
+        matched = partitions_matching(spark, partition_schema, [key(f) for f in files], replace_where)
     except Exception:  # noqa: BLE001 - not a partition predicate (AnalysisException): the public writer decides
         return None
     return [f for f in files if key(f) in matched]

@@ -60,7 +60,7 @@ from pyspark.sql import types as T
 from infra import delta_jars
 from lakehouse.delta_files import delta_stats, partition_string, partition_values_from_path
 from lakehouse.delta_snapshot import pinned_frame
-from lakehouse.delta_txn import txn_write
+from lakehouse.delta_txn import partitions_matching, txn_write
 from lakehouse.store import BRIDGE_STAGING_RE, Lakehouse, LakehouseError, _first_line, _pyarrow_fs
 from lakehouse.tables import TableContract, contract
 from lakehouse.spark_session import (  # noqa: F401  re-exported: lakehouse.spark is the jobs' one import
@@ -550,22 +550,17 @@ class SparkLakehouse:
             adds = pa.table(dt.get_add_actions(flatten=True))
             files = pa.table({"path": adds.column("path"), "size_bytes": adds.column("size_bytes"),
                               **{p: adds.column(f"partition.{p}").cast(c.schema.field(p).type) for p in part}})
-        distinct = files.select(part).group_by(part, use_threads=False).aggregate([])
+        # the log's strings, as partitions_matching takes them (delta-rs types them by the schema)
+        keys = list(zip(*(files.column(p).cast(pa.string()).to_pylist() for p in part))) if files.num_rows else []
         try:
-            pdf = self.spark.createDataFrame(distinct.to_pylist(), pschema) if distinct.num_rows else \
-                self.spark.createDataFrame([], pschema)
             with _quiet_analysis_errors():
-                matched = [tuple(r[p] for p in part) for r in pdf.filter(replace_where).collect()]
+                matched = partitions_matching(self.spark, pschema, keys, replace_where)
         except Exception as e:  # noqa: BLE001
             raise self._error(
                 c, f"replace_where {replace_where!r} can only use the partition column(s) "
                    f"{', '.join(part)} in bridge mode: {_first_line(e)}",
                 "restrict the predicate to partition columns, or use mode='native'") from None
-        if not matched:
-            return files.slice(0, 0)
-        want = set(matched)
-        mask = [tuple(row[p] for p in part) in want for row in files.select(part).to_pylist()]
-        return files.filter(pa.array(mask, pa.bool_()))
+        return files.filter(pa.array([k in matched for k in keys], pa.bool_()))
 
     def _bridge_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame | pa.Table, mode: str,
                       replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
