@@ -16,6 +16,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from infra import delta_jars
+from lakehouse.local_fs import with_local_fs
 
 _log = logging.getLogger("brokerscope.lakehouse.spark")
 
@@ -174,6 +175,8 @@ def spark_session(app_name: str = "brokerscope", master: str | None = None,
     level = os.environ.get("BROKERSCOPE_SPARK_LOG_LEVEL", "ERROR")
     settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j2_config_file(level)}"
     settings.update(user)
+    if master and master.startswith("local") and not submitted:  # our JVM, one machine: its file:// is ours
+        with_local_fs(settings)
     _with_delta(settings, delta_choice(delta))
     builder = SparkSession.builder.appName(app_name)
     if master:
