@@ -22,11 +22,15 @@ Rules, each for a reason:
   (`across-hole`); no observation at all is `unknown`, never 0.
 
 Shape: the events are few; each is measured on the broker_state rows of its two instances in a
-window around it (read with the time filter Parquet skips on), in pandas.
+window around it (read from the obs_date partitions the windows touch, with the time filter Parquet
+skips on), in pandas. `run_client_shifts` is incremental: it recomputes only the groups whose events
+changed or whose windows new broker_state rows fall in, and keeps the other groups' stored rows
+(the comment above it says why that is exact, and when it runs in full).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -34,10 +38,14 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import functions as F
 
+from analysis import frames as frames_module
+from analysis import runs as runs_module
+from analysis.frames import days_spanned, merged_spans, ts_within
 from analysis.runs import contract_frame, fmt_ts, seconds, utc_ns
-from analysis.frames import merged_spans, ts_within
+from analysis.watermark import fingerprint, pinned_read
 from lakehouse.tables import CLIENT_SHIFTS
 
+CLIENT_SHIFTS_JOB = "client-shifts"  # the job's name in analysis/runner.py
 KINDS = ("activemq", "artemis")  # exclusive live/backup kinds whose brokers count client connections
 PEER_CONNECTS = ("artemis",)  # kinds whose waiting backup connects to the live (an ActiveMQ slave only waits on a lock)
 MOVES = ("failover", "failback")
@@ -181,28 +189,153 @@ def client_shifts(events: pd.DataFrame, state: pd.DataFrame, params: ShiftParams
     return contract_frame(out, CLIENT_SHIFTS)
 
 
+def window_spans(events: pd.DataFrame) -> dict[str, list[list[int]]]:
+    """Each group's windows, merged, as [lo, hi] µs since the epoch (both ends inside): the moves'
+    [old_last_active − LOOKBACK_S, new_first_active + HORIZON_S] — every broker_state row the
+    group's rows can depend on (a row outside all of them is not read)."""
+    moves = events[events["kind"].isin(KINDS) & events["event_type"].isin(MOVES)]
+    lo = utc_ns(moves["old_last_active"]).astype("datetime64[us]").astype("int64") - int(LOOKBACK_S * 1e6)
+    hi = utc_ns(moves["new_first_active"]).astype("datetime64[us]").astype("int64") + int(HORIZON_S * 1e6)
+    spans: dict[str, list] = {}
+    for g, a, b in zip(moves["group_name"], lo, hi):
+        spans.setdefault(g, []).append((int(a), int(b)))
+    return {g: merged_spans(s) for g, s in spans.items()}
+
+
 def window_rows(slh, spans) -> pd.DataFrame:
     """broker_state rows of each group inside that group's own (group, lo, hi) spans: a broadcast
     join on the merged spans, so the driver receives the windows' rows only, however many events
-    there are (past 256 windows `ts_within` prunes by their hull only: a fleet's whole history)."""
+    there are (past 256 windows `ts_within` prunes by their hull only: a fleet's whole history).
+    Only the obs_date partitions the spans touch are read (broker_state is partitioned by the UTC
+    date of ts)."""
     windows = [(g, lo, hi) for g, rows in pd.DataFrame(list(spans), columns=["g", "lo", "hi"]).groupby("g")
                for lo, hi in merged_spans((lo.to_pydatetime(), hi.to_pydatetime()) for lo, hi in zip(rows["lo"], rows["hi"]))]
     if not windows:
         return pd.DataFrame(columns=STATE_COLUMNS)
+    days = days_spanned((pd.Timestamp(lo).value // 1000, pd.Timestamp(hi).value // 1000) for _, lo, hi in windows)
     bounds = slh.spark.createDataFrame(windows, "group_name string, _lo timestamp, _hi timestamp")
-    return (slh.read("broker_state", columns=STATE_COLUMNS).where(ts_within([(lo, hi) for _, lo, hi in windows]))
+    return (slh.read_partitions("broker_state", "obs_date", days, columns=STATE_COLUMNS)
+            .where(ts_within([(lo, hi) for _, lo, hi in windows]))
             .join(F.broadcast(bounds), "group_name").where(F.col("ts").between(F.col("_lo"), F.col("_hi")))
             .select(*STATE_COLUMNS).toPandas())
 
 
-def run_client_shifts(slh, params: ShiftParams, progress=None, commit_info: dict | None = None) -> dict[str, int]:
-    """failover_events + broker_state (only the windows around the events) → client_shifts (whole table)."""
-    (progress or (lambda m: None))("gold client_shifts")
-    events = slh.read("failover_events", columns=EVENT_COLUMNS).toPandas()
-    moves = events[events["kind"].isin(KINDS) & events["event_type"].isin(MOVES)]
-    starts = pd.to_datetime(moves["old_last_active"], utc=True) - pd.Timedelta(seconds=LOOKBACK_S)
-    ends = pd.to_datetime(moves["new_first_active"], utc=True) + pd.Timedelta(seconds=HORIZON_S)
-    state = window_rows(slh, zip(moves["group_name"], starts, ends))
-    found = client_shifts(events, state, params)
-    df = slh.spark.createDataFrame(found, CLIENT_SHIFTS.spark_schema())
-    return {"client_shifts": slh.write("client_shifts", df, commit_info=commit_info)}
+def _spans_of(windows: dict[str, list[list[int]]]):
+    """(group, lo, hi) as UTC timestamps, for `window_rows`."""
+    return [(g, pd.Timestamp(lo, unit="us", tz="UTC"), pd.Timestamp(hi, unit="us", tz="UTC"))
+            for g, spans in windows.items() for lo, hi in spans]
+
+
+# --- incremental runs ------------------------------------------------------------------------------
+#
+# A group's rows are a function of that group's failover_events rows (its moves, and every later
+# event of it: `window_end`) and of its broker_state rows inside its windows (`window_spans`), and of
+# nothing else: `client_shifts` looks only at the rows `window_rows` gives, per group. So when
+# broker_state was only appended to since the stored rows were made (`read_appended`), a group whose
+# events are the same as then and none of whose new rows falls inside one of its windows (their time
+# span, per group, misses every window) has exactly the stored rows: they are kept, and only the other
+# groups are recomputed — on a normal tick the new rows lie after every window's end, nothing is
+# recomputed. Everything else is a full run: no record of what the stored rows saw (written by an
+# older version), another config or code, broker_state rewritten (a compaction, a --full silver), the
+# failover_events version the stored rows saw no longer readable. A version recorded lower than the
+# rows read (a write between the two reads) only makes the next run recompute more: never less.
+
+SEEN_KEY = "brokerscope.client_shifts"  # what the stored rows were computed from, in the commit that wrote them
+
+
+def _seen(slh) -> dict | None:
+    """What the latest commit of client_shifts records it was computed from (None: nothing)."""
+    dt = slh.lakehouse._open("client_shifts")
+    last = dt.history(limit=1) if dt is not None else []
+    if not last:
+        return None
+    info = last[0]
+    raw = info.get(SEEN_KEY)
+    if raw is None and isinstance(info.get("userMetadata"), str):  # delta-spark keeps commit_info there
+        try:
+            raw = json.loads(info["userMetadata"]).get(SEEN_KEY)
+        except (ValueError, AttributeError):
+            raw = None
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _events_by_group(events: pd.DataFrame) -> dict[str, list]:
+    """Each group's failover_events rows (EVENT_COLUMNS), comparable across reads."""
+    frame = events[EVENT_COLUMNS].astype(object).where(events[EVENT_COLUMNS].notna(), None)
+    for c in ("old_last_active", "new_first_active"):
+        frame[c] = [None if v is None else pd.Timestamp(v).value if pd.Timestamp(v).tzinfo is None
+                    else pd.Timestamp(v).tz_convert(None).value for v in frame[c]]
+    out: dict[str, list] = {}
+    for row in frame.itertuples(index=False):
+        out.setdefault(row.group_name, []).append(tuple(row))
+    return {g: sorted(rows, key=repr) for g, rows in out.items()}
+
+
+def changed_groups(slh, events: pd.DataFrame, seen_version: int, version: int) -> set[str] | None:
+    """Groups whose failover_events rows differ from those at `seen_version` (None: that version
+    cannot be read; failover_events is rewritten, not appended to, by the spine job)."""
+    if seen_version == version:
+        return set()
+    try:
+        before = (pd.DataFrame(columns=EVENT_COLUMNS) if seen_version < 0 else
+                  slh.read("failover_events", version=seen_version, columns=EVENT_COLUMNS).toPandas())
+    except Exception:  # noqa: BLE001 - log entries or files cleaned up: a full run
+        return None
+    old, new = _events_by_group(before), _events_by_group(events)
+    return {g for g in old.keys() | new.keys() if old.get(g) != new.get(g)}
+
+
+def groups_to_recompute(slh, events: pd.DataFrame, seen: dict | None, fp: str, version: int, say) -> set[str] | None:
+    """The groups an incremental run recomputes (module comment above); None: only a full run is exact."""
+    if seen is None or seen.get("fingerprint") != fp or seen.get("broker_state", -1) < 0:
+        return None
+    appended = slh.read_appended("broker_state", seen["broker_state"], ["group_name", "ts"])
+    if appended is None:
+        say("gold client_shifts: broker_state was rewritten, recomputing")
+        return None
+    changed = changed_groups(slh, events, seen.get("failover_events", -1), version)
+    if changed is None:
+        say("gold client_shifts: the failover_events it saw are gone, recomputing")
+        return None
+    windows = window_spans(events)
+    spans = appended.new.groupBy("group_name").agg(F.min(F.unix_micros("ts")).alias("lo"),
+                                                    F.max(F.unix_micros("ts")).alias("hi")).collect()
+    hit = {r.group_name for r in spans
+           if any(lo <= r.hi and r.lo <= hi for lo, hi in windows.get(r.group_name, ()))}
+    return changed | hit
+
+
+def run_client_shifts(slh, params: ShiftParams, progress=None, commit_info: dict | None = None,
+                      full: bool = False) -> dict[str, int]:
+    """failover_events + broker_state (only the windows around the events) → client_shifts: the
+    groups whose inputs changed since the stored rows (module comment above), everything when
+    `full` or when only that is exact; both give the same table."""
+    say = progress or (lambda m: None)
+    say("gold client_shifts")
+    fp = fingerprint(CLIENT_SHIFTS_JOB, repr(params), KINDS, MOVES, LOOKBACK_S, HORIZON_S,
+                     sources=[__file__, runs_module.__file__, frames_module.__file__])
+    events_df, events_version = pinned_read(slh, "failover_events", EVENT_COLUMNS)
+    events = events_df.toPandas()
+    state_version = slh.lakehouse.version("broker_state")  # before any read of it: rows after it are recomputed next time
+    info = {**(commit_info or {}), SEEN_KEY: json.dumps(
+        {"fingerprint": fp, "failover_events": events_version, "broker_state": -1 if state_version is None else state_version},
+        sort_keys=True)}
+    groups = None if full else groups_to_recompute(slh, events, _seen(slh), fp, events_version, say)
+    if groups is None:
+        say("gold client_shifts: all groups")
+        found = client_shifts(events, window_rows(slh, _spans_of(window_spans(events))), params)
+        df = slh.spark.createDataFrame(found, CLIENT_SHIFTS.spark_schema())
+        return {"client_shifts": slh.write("client_shifts", df, commit_info=info)}
+    if not groups:
+        say("gold client_shifts: incremental, no window has new rows")
+        slh.write("client_shifts", slh.read("client_shifts").limit(0), mode="append", commit_info=info)
+        return {"client_shifts": slh.lakehouse.count("client_shifts")}
+    say(f"gold client_shifts: incremental, {len(groups)} group(s) recomputed")
+    mine = events[events["group_name"].isin(groups)]
+    found = client_shifts(mine, window_rows(slh, _spans_of(window_spans(mine))), params)
+    kept = slh.read("client_shifts").where(~F.col("group_name").isin(sorted(groups)))
+    df = kept.unionByName(slh.spark.createDataFrame(found, CLIENT_SHIFTS.spark_schema()))
+    return {"client_shifts": slh.write("client_shifts", df, commit_info=info)}

@@ -253,3 +253,30 @@ def ts_within(spans: list[tuple], most: int = 256) -> Column:
     if len(merged) > most:
         merged = [[merged[0][0], max(hi for _, hi in merged)]]
     return reduce(operator.or_, (F.col("ts").between(F.lit(lo), F.lit(hi)) for lo, hi in merged), F.lit(False))
+
+
+def utc_day(us: int) -> str:
+    """The obs_date (UTC date, YYYY-MM-DD) of a time in µs since the epoch."""
+    return (np.datetime64(int(us), "us").astype("datetime64[D]")).astype(str)
+
+
+def partition_days(slh, name: str) -> list[str]:
+    """The obs_date partitions the current snapshot of table `name` has files in, oldest first
+    (the Delta log's add actions: no data read)."""
+    dt = slh.lakehouse._open(name)
+    if dt is None:
+        return []
+    adds = pa.table(dt.get_add_actions(flatten=True))
+    return sorted({d for d in adds.column("partition.obs_date").to_pylist() if d is not None}) if adds.num_rows else []
+
+
+def days_spanned(spans) -> list[str]:
+    """Every obs_date (UTC date) a (lo, hi) span in µs touches, sorted: the partitions whose rows
+    can lie inside the spans."""
+    days = set()
+    for lo, hi in spans:
+        d, last = np.datetime64(int(lo), "us").astype("datetime64[D]"), np.datetime64(int(hi), "us").astype("datetime64[D]")
+        while d <= last:
+            days.add(str(d))
+            d += np.timedelta64(1, "D")
+    return sorted(days)

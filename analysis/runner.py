@@ -61,7 +61,7 @@ def run_findings(slh, params: AnalysisParams, say: Callable[[str], None], full: 
         ("risk", risk, ("risk_findings",), ("broker_state", "role_intervals", "split_brain_windows", "failover_events"),
          params.risk, lambda info: risk.run_risk(slh, params.risk, say, info)),
         ("client-shifts", client_shifts, ("client_shifts",), ("failover_events", "broker_state"),
-         params.shifts, lambda info: client_shifts.run_client_shifts(slh, params.shifts, say, info)),
+         params.shifts, lambda info: client_shifts.run_client_shifts(slh, params.shifts, say, info, full=full)),
         ("causes", causes, ("finding_causes",), ("failover_events", "split_brain_windows", "gc_findings", "zk_findings",
                                                  "zk_coordination", "broker_state", "replication_findings"),
          params.causes, lambda info: causes.run_causes(slh, params.causes, say, info)),

@@ -52,11 +52,13 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from analysis import frames as frames_module
 from analysis import runs as runs_module
+from analysis.frames import partition_days, utc_day
 from analysis.groups import nonexclusive_kinds
 from analysis.runs import (NAT, contract_frame, count_between, fmt_ts, numbers, observed_certainty, run_bounds, seconds,
                            stable_id, true_runs, unobserved_note, utc_ns)
-from analysis.watermark import Watermark, appended_since, fingerprint, pinned_read
+from analysis.watermark import RESUME_TAIL_US, Watermark, appended_since, fingerprint, pinned_read
 from lakehouse.tables import STUCK_MESSAGES
 
 DEAD_LETTER_NAMES = frozenset({"DLQ", "ExpiryQueue", "ActiveMQ.DLQ"})  # the brokers' default names
@@ -401,11 +403,12 @@ def run_stuck(slh, rules: StuckParams, progress=None, full: bool = False) -> dic
     """Stuck messages from silver. Incremental from
     the job's watermark (broker_state's version) unless `full`; both give the same table."""
     say = progress or (lambda m: None)
+    say("gold stuck_messages")  # before its reads, so a tick's breakdown puts them here
     fp = fingerprint(STUCK_JOB, rules.threshold, sorted(rules.forward_delays.items()), rules.hole_s, nonexclusive_kinds(),
-                     sources=[__file__, runs_module.__file__])
+                     sources=[__file__, runs_module.__file__, frames_module.__file__])
     failovers = (slh.read("failover_events").where(F.col("kind").isin(list(REPLAY_KINDS)))
                  .select(*EVENT_COLUMNS).toPandas())
-    appended = None if full else appended_since(slh, STUCK_JOB, ["stuck_messages"], "broker_state", fp, STATE_COLUMNS)
+    appended = None if full else appended_since(slh, STUCK_JOB, ["stuck_messages"], "broker_state", fp, ["group_name", "ts"])
     if appended is not None:
         mark = Watermark(STUCK_JOB, appended.version, fp)
         if appended.new.isEmpty():
@@ -441,23 +444,22 @@ def resume_window_s(rules) -> float:
 
 def stuck_increment(slh, appended, failovers: pd.DataFrame, rules, mark, say) -> int | None:
     """Bring stuck_messages up to date with rows appended to broker_state; None when only a full
-    run is exact."""
+    run is exact. Every read is of the newest obs_date partitions only, on a normal tick (below)."""
     spark = slh.spark
-    first_new = {r.group_name: r.first for r in appended.new.groupBy("group_name")
-                 .agg(F.min(F.unix_micros("ts")).alias("first")).collect()}
-    names = F.broadcast(spark.createDataFrame([(g,) for g in sorted(first_new)], "group_name string"))
-    last_old = {r.group_name: r.last for r in appended.old.join(names, "group_name").groupBy("group_name")
-                .agg(F.max(F.unix_micros("ts")).alias("last")).collect()}
-    if any(g in last_old and last_old[g] >= first for g, first in first_new.items()):
+    new = {r.group_name: (r.first, r.n) for r in appended.new.groupBy("group_name")
+           .agg(F.min(F.unix_micros("ts")).alias("first"), F.count(F.lit(1)).alias("n")).collect()}
+    last_old = last_stored(slh, new)
+    if last_old is None:
         say("gold stuck_messages: rows older than stored ones, recomputing")
         return None
     stored = slh.read("stuck_messages").toPandas()
-    plan = resume_plan(stored, last_old, sorted(first_new), failovers, resume_window_s(rules))
+    plan = resume_plan(stored, last_old, sorted(new), failovers, resume_window_s(rules))
     cut = F.broadcast(spark.createDataFrame(plan, "group_name string, resume long, read_from long")
                       .select("group_name", *(F.timestamp_micros(c).alias(c) for c in ("resume", "read_from"))))
-    dest = slh.read("destination_stats", columns=DEST_COLUMNS).join(cut, "group_name").where(F.col("ts") >= F.col("read_from"))
-    state = slh.read("broker_state", columns=STATE_COLUMNS).join(cut, "group_name").where(F.col("ts") >= F.col("read_from"))
-    if context_missing(slh, dest, state, cut):
+    since = min(r for _, _, r in plan)  # the resumed reads: from the earliest read-from time on, its partitions on
+    dest = rows_between(slh, "destination_stats", DEST_COLUMNS, since, None).join(cut, "group_name").where(F.col("ts") >= F.col("read_from"))
+    state = rows_between(slh, "broker_state", STATE_COLUMNS, since, None).join(cut, "group_name").where(F.col("ts") >= F.col("read_from"))
+    if context_missing(slh, dest, state, cut, plan):
         say("gold stuck_messages: a series resumes after a gap longer than the window, recomputing")
         return None
     resume = {g: pd.Timestamp(r, unit="us") for g, r, _ in plan}
@@ -469,6 +471,78 @@ def stuck_increment(slh, appended, failovers: pd.DataFrame, rules, mark, say) ->
     kept = spark.createDataFrame(contract_frame(kept_findings(stored, resume, failovers), STUCK_MESSAGES), STUCK_MESSAGES.spark_schema())
     say(f"gold stuck_messages (incremental: broker_state up to version {mark.input_version}, {len(plan)} groups with new rows)")
     return slh.write("stuck_messages", kept.unionByName(fresh), commit_info=mark.commit_info())
+
+
+# --- reading the newest partitions first ----------------------------------------------------------------
+#
+# What an increment needs from before its resumed reads — each group's last stored row, and whether a
+# series that reappears had rows before — lies, on a normal tick, in the last minutes. destination_stats
+# and broker_state are partitioned by obs_date (the UTC date of ts), so the search reads spans going
+# back from there, newest first: the first span (FIRST_SPAN_US) from its partitions only, each next
+# one 16 times wider, until what is looked for is found or a span reaches below the oldest partition
+# (then it has no lower bound: the search is exhaustive). That is exact — a group's last row is the
+# latest of the newest span holding any of its rows; "no older row" is said only after every partition
+# was read — and a normal tick reads one span of one or two partitions. The price is on rare runs: a
+# group new to the table (no stored row) and a series that never had an older row are searched down
+# to the oldest partition. A carried per-series state (last seen) would avoid that, at the price of a
+# state table kept in step with stuck_messages for every series of every destination; searching
+# costs nothing when nothing is to be found on a normal tick (no reappearing series: no search).
+
+FIRST_SPAN_US = RESUME_TAIL_US
+WIDER = 16
+
+
+def rows_between(slh, table: str, columns: list[str], lo: int | None, hi: int | None, days: list[str] | None = None) -> DataFrame:
+    """`table`'s rows with lo ≤ ts < hi (µs; None: unbounded), reading only the obs_date partitions
+    that can hold them (`days`: the table's partitions, when already listed)."""
+    days = partition_days(slh, table) if days is None else days
+    want = [d for d in days if (lo is None or d >= utc_day(lo)) and (hi is None or d <= utc_day(hi))]
+    df = slh.read_partitions(table, "obs_date", want, columns=columns)
+    if lo is not None:
+        df = df.where(F.col("ts") >= F.timestamp_micros(F.lit(lo)))
+    if hi is not None:
+        df = df.where(F.col("ts") < F.timestamp_micros(F.lit(hi)))
+    return df
+
+
+def spans_back(days: list[str], top: int, hi: int | None = None):
+    """[lo, hi) spans in µs going back from `top` (the first: [top − FIRST_SPAN_US, hi)), each WIDER
+    times wider than the one before; the last has lo None (unbounded), once a span would reach the
+    oldest partition of `days` (a table's obs_date partitions, sorted)."""
+    width = FIRST_SPAN_US
+    while True:
+        lo = top - width
+        if not days or utc_day(lo) <= days[0]:
+            yield None, hi
+            return
+        yield lo, hi
+        hi, width = lo, width * WIDER
+
+
+def last_stored(slh, new: dict[str, tuple[int, int]]) -> dict[str, int] | None:
+    """Each group's last stored broker_state row (µs), for the groups with new rows (`new`: group →
+    (first new row µs, new rows)); None when a stored row of a group is not older than its new ones.
+
+    On the current snapshot (stored rows + the new ones, appended: `read_appended`): a group's rows
+    at or after its first new one number its new rows exactly when no stored row is that late, and
+    then its last stored row is its last row before the first new one."""
+    if not new:
+        return {}
+    days = partition_days(slh, "broker_state")
+    bounds = F.broadcast(slh.spark.createDataFrame([(g, f) for g, (f, _) in new.items()], "group_name string, first long"))
+    found: dict[str, int] = {}
+    for i, (lo, hi) in enumerate(spans_back(days, min(f for f, _ in new.values()))):
+        rows = (rows_between(slh, "broker_state", ["group_name", "ts"], lo, hi, days)
+                .join(bounds.where(~F.col("group_name").isin(list(found))), "group_name")
+                .select("group_name", F.unix_micros("ts").alias("t"), "first"))
+        got = rows.groupBy("group_name").agg(F.max(F.when(F.col("t") < F.col("first"), F.col("t"))).alias("last"),
+                                             F.count(F.when(F.col("t") >= F.col("first"), 1)).alias("later")).collect()
+        if i == 0 and any(r.later > new[r.group_name][1] for r in got):  # the first span holds every row ≥ a first new one
+            return None
+        found.update({r.group_name: r.last for r in got if r.last is not None})
+        if len(found) == len(new):
+            break
+    return found
 
 
 def resume_plan(stored: pd.DataFrame, last_old: dict[str, int], groups: list[str], failovers: pd.DataFrame,
@@ -504,14 +578,30 @@ def kept_findings(stored: pd.DataFrame, resume: dict, failovers: pd.DataFrame) -
     return stored[at.isna() | (~replay & before) | (replay & replay_before.fillna(False))]
 
 
-def context_missing(slh, dest: DataFrame, state: DataFrame, cut: DataFrame) -> bool:
+def context_missing(slh, dest: DataFrame, state: DataFrame, cut: DataFrame, plan: list[tuple[str, int, int]]) -> bool:
     """A series (destination of an instance, or an instance's scrapes) that has stored rows before
     the rows read but none of its rows read falls before the resume time: its previous
-    observation is missing, and only a full run treats it exactly."""
+    observation is missing, and only a full run treats it exactly. The series whose first row read
+    is that late are few (none on a normal tick: every series observed all along has rows from the
+    read-from time on); only for them are older rows looked for, newest partitions first (the
+    comment above `rows_between`). A group read from the beginning has no older row."""
+    read_from = {g: r for g, _, r in plan if r > 0}
+
     def missing(rows: DataFrame, table: str, key: list[str]) -> bool:
-        first_read = rows.groupBy("group_name", *key).agg(F.min("ts").alias("first"), F.first("resume").alias("resume"))
-        older = (slh.read(table, columns=["group_name", *key, "ts"]).join(cut, "group_name")
-                 .where(F.col("ts") < F.col("read_from")).select("group_name", *key).distinct())
-        return not first_read.where(F.col("first") >= F.col("resume")).join(older, ["group_name", *key]).isEmpty()
+        late = (rows.groupBy("group_name", *key).agg(F.min("ts").alias("first"), F.first("resume").alias("resume"))
+                .where(F.col("first") >= F.col("resume")).select("group_name", *key).collect())
+        late = [tuple(r) for r in late if r.group_name in read_from]
+        if not late:
+            return False
+        schema = ", ".join(f"{c} string" for c in ("group_name", *key))
+        series = F.broadcast(slh.spark.createDataFrame(late, schema).join(cut, "group_name"))
+        days = partition_days(slh, table)
+        starts = [read_from[r[0]] for r in late]
+        for lo, hi in spans_back(days, min(starts), max(starts)):
+            older = (rows_between(slh, table, ["group_name", *key, "ts"], lo, hi, days)
+                     .join(series, ["group_name", *key]).where(F.col("ts") < F.col("read_from")))
+            if not older.isEmpty():
+                return True
+        return False
 
     return missing(dest, "destination_stats", ["instance", *PER_DESTINATION]) or missing(state, "broker_state", ["instance"])

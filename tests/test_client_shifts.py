@@ -126,7 +126,7 @@ def test_the_windows_rows_are_each_groups_own_however_many_events(spark, tmp_pat
 
     rows = make_rows("broker_state", 2000, step_s=1)
     for i, r in enumerate(rows):
-        r.update(group_name="g" if i % 2 else "h", ts=at(i))
+        r.update(group_name="g" if i % 2 else "h", ts=at(i), obs_date=at(i).strftime("%Y-%m-%d"))  # the partition of ts
     lh = Lakehouse(tmp_path / "lake")
     lh.append("broker_state", rows)
     spans = [("g", pd.Timestamp(at(s)), pd.Timestamp(at(s + 2))) for s in range(0, 1800, 6)]  # 300 windows
@@ -137,3 +137,85 @@ def test_the_windows_rows_are_each_groups_own_however_many_events(spark, tmp_pat
     assert sorted(zip(got["group_name"], pd.to_datetime(got["ts"], utc=True))) == sorted((g, pd.Timestamp(t)) for g, t in want)
     assert list(got.columns) == STATE_COLUMNS
     assert window_rows(SparkLakehouse(spark, lh), iter([])).empty
+
+
+# --- incremental runs (run_client_shifts) ------------------------------------------------------------
+
+MIDNIGHT = datetime(2026, 11, 26, 23, 58, 0, tzinfo=timezone.utc)  # the rows cross into the next obs_date
+
+
+def state_rows(group: str, seconds: range, arrive: dict[str, float]) -> list[dict]:
+    """broker_state rows of `group` (every second, a and b): a live until it is killed at 100 s (500 s
+    for g2), b live from 3 s later, with 1 connection until 3 clients arrive at `arrive[group]` s."""
+    from tests.test_lakehouse import make_rows
+
+    kill = 100 if group == "g1" else 500
+    rows = []
+    for s in seconds:
+        for inst in ("a", "b"):
+            active = (s <= kill) if inst == "a" else (s >= kill + 3)
+            n = 3 if active else 0
+            if inst == "b" and active:
+                n = 3 if s >= arrive[group] else 1
+            (r,) = make_rows("broker_state", 1, start=s * 2 + (inst == "b"))
+            ts = MIDNIGHT + timedelta(seconds=s)
+            dead = inst == "a" and s > kill  # killed: no answer again (an answer would end the look)
+            rows.append({**r, "obs_key": f"{group}/{inst}/{s}", "ts": ts, "obs_date": ts.strftime("%Y-%m-%d"),
+                         "kind": "artemis", "group_name": group, "instance": inst, "reachable": not dead,
+                         "active": None if dead else active, "connections": None if dead else n})
+    return rows
+
+
+def failover_rows(groups: list[str]) -> list[dict]:
+    from tests.test_lakehouse import make_rows
+
+    out = []
+    for g in groups:
+        kill = 100 if g == "g1" else 500
+        (r,) = make_rows("failover_events", 1)
+        out.append({**r, "event_id": f"{g}/e", "kind": "artemis", "group_name": g, "event_type": "failover",
+                    "from_instance": "a", "to_instance": "b", "old_last_active": MIDNIGHT + timedelta(seconds=kill),
+                    "new_first_active": MIDNIGHT + timedelta(seconds=kill + 3), "unobserved": False})
+    return out
+
+
+def test_incremental_runs_equal_a_full_run_after_every_append(spark, tmp_path):  # noqa: F811
+    """Appends into a window (g1's spans the first append boundary: its clients arrive after it),
+    appends after every window (nothing recomputed), a new failover (its group only), and a
+    rewritten broker_state (a full run): after each, the table equals a full run's on the same inputs."""
+    from analysis.client_shifts import run_client_shifts
+    from lakehouse.spark import SparkLakehouse
+    from lakehouse.store import Lakehouse
+    from tests.test_incremental import snapshot
+
+    inc, full = Lakehouse(tmp_path / "inc"), Lakehouse(tmp_path / "full")
+    arrive = {"g1": 180, "g2": 510}
+    said: list[str] = []
+
+    def step(events: list[str] | None, seconds: range | None, rewrite: bool = False) -> list[str]:
+        for lh in (inc, full):
+            if events is not None:
+                lh.overwrite("failover_events", failover_rows(events))
+            if rewrite:
+                lh.overwrite("broker_state", [r for g in ("g1", "g2") for r in state_rows(g, range(0, 520), arrive)])
+            if seconds is not None:
+                lh.append("broker_state", [r for g in ("g1", "g2") for r in state_rows(g, seconds, arrive)])
+        said.clear()
+        run_client_shifts(SparkLakehouse(spark, inc), ShiftParams(hole_s=2.0), said.append)
+        run_client_shifts(SparkLakehouse(spark, full), ShiftParams(hole_s=2.0), full=True)
+        assert snapshot(inc, ("client_shifts",)) == snapshot(full, ("client_shifts",))
+        return said[1:]
+
+    assert step(["g1"], range(0, 150)) == ["gold client_shifts: all groups"]  # nothing stored yet
+    (first,) = inc.read("client_shifts").to_pylist()
+    assert first["connections_after"] == 1  # the clients come after the rows so far
+    assert step(None, range(150, 300)) == ["gold client_shifts: incremental, 1 group(s) recomputed"]
+    (moved,) = inc.read("client_shifts").to_pylist()
+    assert moved["state"] == "arrived" and moved["connections_after"] == 3
+    assert step(None, range(300, 400)) == ["gold client_shifts: incremental, no window has new rows"]
+    assert step(["g1", "g2"], range(400, 520)) == ["gold client_shifts: incremental, 1 group(s) recomputed"]
+    assert {r["group_name"]: r["state"] for r in inc.read("client_shifts").to_pylist()} == {"g1": "arrived", "g2": "arrived"}
+    arrive["g1"] = 200  # broker_state rewritten (a --full silver with better parsing): what it saw is gone
+    assert step(None, None, rewrite=True) == ["gold client_shifts: broker_state was rewritten, recomputing",
+                                              "gold client_shifts: all groups"]
+    assert step(None, range(700, 720)) == ["gold client_shifts: incremental, no window has new rows"]  # what it saw: recorded

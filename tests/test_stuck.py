@@ -239,3 +239,81 @@ def test_replay_without_a_measured_rate_is_possible():
     (f,) = findings(old + new, events={"s": event}, threshold=600).to_dict("records")
     assert (f["code"], f["messages"], f["certainty"]) == ("replay-after-failover", 15, "possible")
     assert np.isnan(f["stuck_for_s"])
+
+
+# --- incremental runs: the newest partitions first ------------------------------------------------------
+
+
+def stored(row: dict, table: str, i: int) -> dict:
+    """A test row (dest_row/state_row) as the silver table holds it: key, partition, every column."""
+    from tests.test_lakehouse import make_rows
+
+    (base,) = make_rows(table, 1, start=i)
+    ts = row["ts"].tz_localize("UTC")
+    return {**base, **row, "ts": ts, "obs_date": ts.strftime("%Y-%m-%d"), "obs_key": f"{table}/{i}"}
+
+
+def member_rows(group: str, seconds, resumed_at: float | None = None, gone: tuple[float, float] | None = None):
+    """A WebLogic cluster `group` (servers m1, m2) every 5 s: m2's member consumes; m1's member is
+    consumed from too until its rows stop at `gone[0]`; from `gone[1]` (a later obs_date) it is back
+    holding 10 of its 50 messages with no consumer — a fall a full run reads as a delivery from its
+    previous observation, and only a full run has it."""
+    dest, state = [], []
+    for s in seconds:
+        for inst in ("m1", "m2"):
+            state.append(state_row(inst, s, group=group) | {"kind": "weblogic", "role": "active"})
+        dest.append(dest_row("m2", s, 2, 1, enqueued=10**6 + s, group=group))
+        if gone is None or s < gone[0]:
+            dest.append(dest_row("m1", s, 50, 1, enqueued=10**6 + s, group=group))
+        elif s >= gone[1]:
+            dest.append(dest_row("m1", s, 10, 0, enqueued=10**6 + gone[0], group=group))
+    return dest, state
+
+
+def test_increments_search_the_newest_partitions_first_and_equal_a_full_run(spark, tmp_path):
+    """Three appends, each analysed incrementally and compared with a full run of the same rows: c2's
+    last rows lie in the day before (found by widening the search); c1's m1 member comes back after a
+    gap longer than the window, its previous observation a day back (found: a full run)."""
+    from analysis.stuck import StuckParams, last_stored, run_stuck
+    from lakehouse.spark import SparkLakehouse
+    from lakehouse.store import Lakehouse
+    from tests.test_incremental import snapshot
+
+    rules = StuckParams(threshold=5.0)
+    inc, full = Lakehouse(tmp_path / "inc"), Lakehouse(tmp_path / "full")
+    n = iter(range(10**6))
+
+    def append(parts: list[tuple[list[dict], list[dict]]]) -> dict[str, tuple[int, int]]:
+        dest = [stored(r, "destination_stats", next(n)) for d, _ in parts for r in d]
+        state = [stored(r, "broker_state", next(n)) for _, s in parts for r in s]
+        for lh in (inc, full):
+            lh.append("destination_stats", dest)
+            lh.append("broker_state", state)
+        new: dict[str, tuple[int, int]] = {}
+        for r in state:
+            first, count = new.get(r["group_name"], (None, 0))
+            us = int(pd.Timestamp(r["ts"]).value // 1000)
+            new[r["group_name"]] = (us if first is None else min(first, us), count + 1)
+        return new
+
+    def run() -> list[str]:
+        said: list[str] = []
+        run_stuck(SparkLakehouse(spark, inc), rules, progress=said.append)
+        run_stuck(SparkLakehouse(spark, full), rules, full=True)
+        assert snapshot(inc, ("stuck_messages",)) == snapshot(full, ("stuck_messages",))
+        return said
+
+    gap = (-600, 600)  # m1's member: rows until 23:50 the day before, back at 00:10
+    append([member_rows("c1", [-2 * 86400], gone=gap),  # an older partition still: the search widens before it ends
+            member_rows("c1", range(-900, 300, 5), gone=gap), member_rows("c2", range(-900, -695, 5))])
+    run()
+    new = append([member_rows("c1", range(300, 500, 5), gone=gap), member_rows("c2", range(400, 600, 5))])
+    us = lambda s: int(at(s).value // 1000)  # noqa: E731
+    assert last_stored(SparkLakehouse(spark, inc), new) == {"c1": us(295), "c2": us(-700)}
+    assert last_stored(SparkLakehouse(spark, inc), {**new, "c2": (us(-705), new["c2"][1])}) is None  # -705, -700 stored
+    assert any("stuck_messages (incremental" in m for m in run())
+    append([member_rows("c1", range(500, 700, 5), gone=gap)])
+    said = run()
+    assert "gold stuck_messages: a series resumes after a gap longer than the window, recomputing" in said, said
+    assert [(f["instance"], f["code"], f["start_ts"]) for f in full.read("stuck_messages").to_pylist()] == [
+        ("m1", "stranded-member", at(605).tz_localize("UTC").to_pydatetime())]  # 600 fell from 50: a delivery
