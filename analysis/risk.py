@@ -38,8 +38,11 @@ Rules (thresholds: the config's `analysis.risk` section; HA facts: the targets' 
 
 Shape: per-group sequence logic in pandas/numpy (`group_state_risks`, run by `applyInPandas` over
 broker_state); the rules over gold tables and config are small pure functions over pandas frames
-(gold tables hold a row per event). `run_risk` reads, calls and writes; it recomputes the whole
-table on every run (overwrite: reruns and `--full` give the same rows).
+(gold tables hold a row per event). `run_risk` reads, calls and writes (overwrite: reruns and
+`--full` give the same rows); incremental from the job's watermark (broker_state's version, kept with
+the state table risk_carry): only the groups with new broker_state rows are recomputed, from shortly
+before their last stored rows, and the rules over gold tables in whole from a per-group summary
+(comment "incremental runs" below).
 """
 
 from __future__ import annotations
@@ -52,9 +55,11 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from analysis import runs as runs_module
 from analysis.runs import (contract_frame, fmt_ts, latest_of, observed_certainty, other_state_words, run_bounds, seconds,
                            stable_id, true_runs, unobserved_note, utc_ns)
-from lakehouse.tables import RISK_FINDINGS
+from analysis.watermark import Watermark, fingerprint, pinned_read, read_watermark
+from lakehouse.tables import RISK_CARRY, RISK_FINDINGS
 
 HA_KINDS = ("activemq", "artemis")  # exclusive live/backup kinds a backup can protect
 STANDBY_ROLES = ("slave", "backup")
@@ -115,10 +120,15 @@ def standby_flags(other: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return answered & idle & other["role"].isin(STANDBY_ROLES).to_numpy(), answered
 
 
-def unprotected_live(state: pd.DataFrame, params: RiskParams) -> list[dict]:
-    """unprotected-live findings of ONE group (rows of all its instances, any order)."""
+def unprotected_live(state: pd.DataFrame, params: RiskParams, instances: list[str] | None = None,
+                     series: dict | None = None) -> list[dict]:
+    """unprotected-live findings of ONE group (rows of all its instances, any order). `instances`:
+    every instance the group ever had, when `state` holds only recent rows (an incremental run):
+    one without rows among them is one not seen lately, as in a full run. `series`, when given,
+    receives per ("answered", instance) the times and flags (active, unprotected) of the series."""
     state = state.sort_values("ts", kind="stable")
-    by_instance = {i: g.reset_index(drop=True) for i, g in state.groupby("instance", sort=True)}
+    seen = dict(tuple(state.groupby("instance", sort=True)))
+    by_instance = {i: seen.get(i, state.iloc[:0]).reset_index(drop=True) for i in sorted({*seen, *(instances or ())})}
     out = []
     for instance, rows in by_instance.items():
         rows = rows[rows["reachable"].astype(bool)].reset_index(drop=True)  # a missed scrape of the live says nothing
@@ -131,12 +141,18 @@ def unprotected_live(state: pd.DataFrame, params: RiskParams) -> list[dict]:
         for other_name, other in by_instance.items():
             if other_name == instance:
                 continue
+            if other.empty:  # known from the group's history, not among the rows read: not seen lately
+                unseen[:] = True
+                notes[other_name] = other_state_words(other, np.full(len(ts), -1))
+                continue
             standby, answered = standby_flags(other)
             at = latest_of(other, ts, params.standby_max_age)
             protected |= (at >= 0) & standby[np.maximum(at, 0)]
             unseen |= (at < 0) | ~answered[np.maximum(at, 0)]
             notes[other_name] = other_state_words(other, at)
         active = (rows["active"].astype("boolean") == True).fillna(False).to_numpy(dtype=bool)  # noqa: E712
+        if series is not None:
+            series[("answered", instance)] = (ts, active & ~protected)
         starts, ends = true_runs(active & ~protected)
         bounds = run_bounds(ts, starts, ends, hole_s=params.hole_s)
         for k, (s, e) in enumerate(zip(starts, ends)):
@@ -160,8 +176,9 @@ def unprotected_live(state: pd.DataFrame, params: RiskParams) -> list[dict]:
     return out
 
 
-def stale_backups(state: pd.DataFrame, params: RiskParams) -> list[dict]:
-    """stale-backup findings of ONE Artemis group: backups behind the live's activation sequence."""
+def stale_backups(state: pd.DataFrame, params: RiskParams, series: dict | None = None) -> list[dict]:
+    """stale-backup findings of ONE Artemis group: backups behind the live's activation sequence
+    (`series`: as for unprotected_live, per ("backup", instance))."""
     state = state[state["kind"] == "artemis"].sort_values("ts", kind="stable")
     seq = pd.to_numeric(state["activation_sequence"], errors="coerce")
     answered = state["reachable"].astype(bool)
@@ -177,6 +194,8 @@ def stale_backups(state: pd.DataFrame, params: RiskParams) -> list[dict]:
         at = np.searchsorted(live_ts, ts, side="right") - 1
         fresh = (at >= 0) & (ts - live_ts[np.maximum(at, 0)] <= params.standby_max_age)
         theirs = np.where(fresh, live_seq[np.maximum(at, 0)], np.nan)
+        if series is not None:
+            series[("backup", instance)] = (ts, own < theirs)
         starts, ends = true_runs(own < theirs)
         bounds = run_bounds(ts, starts, ends, hole_s=params.hole_s)
         for k, (s, e) in enumerate(zip(starts, ends)):
@@ -194,11 +213,14 @@ def stale_backups(state: pd.DataFrame, params: RiskParams) -> list[dict]:
     return out
 
 
-def group_state_risks(state: pd.DataFrame, params: RiskParams) -> pd.DataFrame:
-    """unprotected-live and stale-backup findings of ONE group from its broker_state rows."""
+def group_state_risks(state: pd.DataFrame, params: RiskParams, instances: list[str] | None = None,
+                      series: dict | None = None) -> pd.DataFrame:
+    """unprotected-live and stale-backup findings of ONE group from its broker_state rows
+    (`instances`, `series`: as for unprotected_live)."""
     if state.empty or state["kind"].iloc[0] not in HA_KINDS:
         return contract_frame([], RISK_FINDINGS)
-    return contract_frame(unprotected_live(state, params) + stale_backups(state, params), RISK_FINDINGS)
+    return contract_frame(unprotected_live(state, params, instances, series) + stale_backups(state, params, series),
+                          RISK_FINDINGS)
 
 
 # --- over gold tables and config ----------------------------------------------------------------------------
@@ -420,15 +442,44 @@ def state_risks(state: DataFrame, params: RiskParams) -> DataFrame:
             .groupBy("group_name").applyInPandas(per_group, RISK_FINDINGS.spark_schema()))
 
 
-def group_summary(state: DataFrame) -> pd.DataFrame:
+def carry_of(state: DataFrame) -> pd.DataFrame:
+    """risk_carry rows (per group and instance of the HA kinds) of the broker_state rows `state`."""
+    ts, answered = F.col("ts"), F.col("reachable")
+    backup = answered & (F.col("kind") == "artemis") & (F.col("role") == "backup") & (F.col("activation_sequence") > 0)
+    policy_ts = F.when(F.col("ha_policy").isNotNull(), ts)
+    return contract_frame(state.where(F.col("kind").isin(*HA_KINDS)).groupBy("group_name", "instance").agg(
+        F.min("kind").alias("kind"), F.min(ts).alias("first_ts"), F.max(ts).alias("last_ts"),
+        F.min(F.when(answered, ts)).alias("first_answered_ts"), F.max(F.when(answered, ts)).alias("last_answered_ts"),
+        F.min(F.when(backup, ts)).alias("first_backup_ts"), F.max(F.when(backup, ts)).alias("last_backup_ts"),
+        F.max_by("ha_policy", policy_ts).alias("ha_policy"), F.max(policy_ts).alias("ha_policy_ts"),
+    ).toPandas(), RISK_CARRY)
+
+
+def merge_carry(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """The carry of the stored rows and of the new ones, as the carry of all of them."""
+    both = pd.concat([frame for frame in (old, new) if len(frame)], ignore_index=True) if len(old) + len(new) else old
+    if both.empty:
+        return contract_frame([], RISK_CARRY)
+    key = ["group_name", "instance"]
+    out = both.groupby(key, sort=True).agg(
+        kind=("kind", "min"), first_ts=("first_ts", "min"), last_ts=("last_ts", "max"),
+        first_answered_ts=("first_answered_ts", "min"), last_answered_ts=("last_answered_ts", "max"),
+        first_backup_ts=("first_backup_ts", "min"), last_backup_ts=("last_backup_ts", "max"))
+    policy = (both.dropna(subset=["ha_policy_ts"]).sort_values("ha_policy_ts", kind="stable")
+              .groupby(key)[["ha_policy", "ha_policy_ts"]].last())
+    return contract_frame(out.join(policy).reset_index(), RISK_CARRY)
+
+
+def summary_of(carry: pd.DataFrame) -> pd.DataFrame:
     """Per HA group: kind, instances (comma-separated), last reported HAPolicy, first and last
-    observation — what the config and quorum rules need (one row per group)."""
-    return (state.where(F.col("kind").isin(*HA_KINDS)).groupBy("group_name").agg(
-        F.first("kind").alias("kind"),
-        F.concat_ws(",", F.array_sort(F.collect_set("instance"))).alias("instances"),
-        F.max_by("ha_policy", F.when(F.col("ha_policy").isNotNull(), F.col("ts"))).alias("ha_policy"),
-        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
-    ).toPandas())
+    observation — what the config and quorum rules need (one row per group), from its carry."""
+    rows = []
+    for g, c in carry.groupby("group_name", sort=True):
+        policy = c.dropna(subset=["ha_policy_ts"]).sort_values(["ha_policy_ts", "instance"], kind="stable")
+        rows.append({"group_name": g, "kind": c["kind"].min(), "instances": ",".join(sorted(c["instance"])),
+                     "ha_policy": policy["ha_policy"].iloc[-1] if len(policy) else None,
+                     "first_ts": c["first_ts"].min(), "last_ts": c["last_ts"].max()})
+    return pd.DataFrame(rows, columns=["group_name", "kind", "instances", "ha_policy", "first_ts", "last_ts"])
 
 
 def gold_risks(groups: pd.DataFrame, intervals: pd.DataFrame, windows: pd.DataFrame, events: pd.DataFrame,
@@ -439,13 +490,214 @@ def gold_risks(groups: pd.DataFrame, intervals: pd.DataFrame, windows: pd.DataFr
     return contract_frame(rows, RISK_FINDINGS)
 
 
-def run_risk(slh, params: RiskParams, progress=None, commit_info: dict | None = None) -> dict[str, int]:
-    """broker_state + role_intervals, split_brain_windows, failover_events → risk_findings (whole
-    table every run: its inputs are small per group, and the rules look at whole histories)."""
-    (progress or (lambda m: None))("gold risk_findings")
-    state = slh.read("broker_state", columns=[*STATE_COLUMNS, "ha_policy"])
-    small = {t: slh.read(t).toPandas() for t in ("role_intervals", "split_brain_windows", "failover_events")}
-    found = gold_risks(group_summary(state), small["role_intervals"], small["split_brain_windows"],
-                       small["failover_events"], params)
+RISK_JOB = "risk"
+OUTPUTS = ("risk_findings", "risk_carry")
+GOLD_INPUTS = ("role_intervals", "split_brain_windows", "failover_events")
+INPUTS = ("broker_state", *GOLD_INPUTS)
+STATE_CODES = ("unprotected-live", "stale-backup")  # from broker_state, group by group; the others: gold + config
+CONTEXT_MISSING = "context-missing"  # an incremental run's marker (never written): only a full run is exact
+
+
+def code_fingerprint(params: RiskParams) -> str:
+    return fingerprint(RISK_JOB, repr(params), sources=[__file__, runs_module.__file__])
+
+
+def risk_mark(slh, params: RiskParams) -> Watermark:
+    """The watermark a run now would write: broker_state's version, and a fingerprint of the code and
+    config (`code/…`) and of the gold inputs' versions (`…/gold`). analysis/runner.py skips the job
+    when the stored one equals it; an incremental run needs only the code part to match."""
+    version = slh.lakehouse.version("broker_state")
+    gold = fingerprint([slh.lakehouse.version(t) for t in GOLD_INPUTS])
+    return Watermark(RISK_JOB, -1 if version is None else version, f"{code_fingerprint(params)}/{gold}")
+
+
+def gold_frames(slh) -> list[pd.DataFrame]:
+    return [slh.read(t).toPandas() for t in GOLD_INPUTS]
+
+
+def run_risk(slh, params: RiskParams, progress=None, mark: Watermark | None = None, full: bool = False) -> dict[str, int]:
+    """broker_state + role_intervals, split_brain_windows, failover_events → risk_findings (and its
+    state, risk_carry). Incremental from the job's watermark unless `full` (module comment below);
+    both give the same table."""
+    say = progress or (lambda m: None)
+    say("gold risk_findings")
+    mark = mark or risk_mark(slh, params)
+    stored = None if full else read_watermark(slh.lakehouse, RISK_JOB, OUTPUTS)
+    if stored is not None and stored.input_version >= 0 and \
+            stored.fingerprint.split("/")[0] == mark.fingerprint.split("/")[0]:
+        appended = slh.read_appended("broker_state", stored.input_version, [*STATE_COLUMNS, "ha_policy"])
+        if appended is not None:
+            written = risk_increment(slh, params, appended, Watermark(RISK_JOB, appended.version, mark.fingerprint), say)
+            if written is not None:
+                return written
+    say("gold risk_findings (full)")
+    state, version = pinned_read(slh, "broker_state", [*STATE_COLUMNS, "ha_policy"])
+    carry = carry_of(state)
+    found = gold_risks(summary_of(carry), *gold_frames(slh), params)
     df = state_risks(state, params).unionByName(slh.spark.createDataFrame(found, RISK_FINDINGS.spark_schema()))
-    return {"risk_findings": slh.write("risk_findings", df, commit_info=commit_info)}
+    return write_risk(slh, carry, df, Watermark(RISK_JOB, version, mark.fingerprint))
+
+
+def write_risk(slh, carry: pd.DataFrame, findings: DataFrame, mark: Watermark) -> dict[str, int]:
+    """Both outputs, under one watermark (the state first: a run stopped between them is a full one next)."""
+    carried = slh.write("risk_carry", slh.spark.createDataFrame(carry, RISK_CARRY.spark_schema()), commit_info=mark.commit_info())
+    return {"risk_findings": slh.write("risk_findings", findings, commit_info=mark.commit_info()), "risk_carry": carried}
+
+
+# --- incremental runs ----------------------------------------------------------------------------------------
+#
+# The group-wide rules (quorum-too-small, quorum-lost-pair: all vote-quorum groups of the lakehouse
+# as one cluster; check-for-live-server-off, shutdown-on-failure-off, failover-duration) read only the
+# gold tables, the config and a per-group summary (instances, kind, HAPolicy, first and last
+# observation). That summary is folded from risk_carry (per instance: min/max times, last HAPolicy:
+# exact when merged with the new rows' own), so every run recomputes those rules in whole from small
+# inputs: exact whatever the gold tables did (rewritten, changed anywhere) — nothing to localise.
+#
+# unprotected-live and stale-backup are runs over one instance's series (its answered observations;
+# an Artemis backup's answered backup observations with a sequence), each observation judged by the
+# other instances' observations at most STANDBY_MAX_AGE_SCRAPES intervals (`max_age`) before it. New
+# rows (all later than the group's stored rows, else a full run) change no stored observation's
+# judgement, so only a run going on at a series' last stored observation can change: a stored open
+# finding, or a run shorter than the grace (begun less than a grace before). Per group whose new rows
+# extend a series, the job recomputes from a resume time R — a window W (2 × the longer grace +
+# max_age) before the last stored observation of each extended series, its open findings' starts if
+# earlier, its first new row at the latest — over the rows from R − W − max_age (each observation
+# from R on sees every row that judges it; the one before R is read with its judgement); stored
+# findings that began before R stay, the recomputed ones from R on replace the rest. Groups whose new
+# rows extend no series (only unanswered scrapes) keep their findings. It recomputes everything
+# whenever that could differ from a full run: a new row not later than its group's last stored one;
+# a series whose first observation from R on is flagged (it may begin a run there) while the one before
+# lies before R − W, unread or judged without all it needs (CONTEXT_MISSING: an instance back after a
+# long silence straight into an unprotected live; an unflagged one begins no run there). A new
+# instance in a known group changes how every run of it reads (another instance not seen: possible,
+# and named): that group is recomputed from its first row. Instances of the group without rows read
+# are passed in (risk_carry), as a full run sees them: not seen lately. Reads prune broker_state by
+# obs_date partition and by time.
+
+
+def resume_window(params: RiskParams) -> pd.Timedelta:
+    return 2 * pd.Timedelta(seconds=max(params.unprotected_grace_s, params.stale_backup_grace_s)) + max_age(params)
+
+
+def max_age(params: RiskParams) -> pd.Timedelta:
+    return pd.Timedelta(params.standby_max_age)
+
+
+def late_groups(old: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+    """Groups with a new row not later than their last stored one."""
+    last = old.groupby("group_name")["last_ts"].max()
+    first = new.groupby("group_name")["first_ts"].min()
+    at = last.reindex(first.index)
+    return sorted(first.index[at.notna() & (first <= at)])
+
+
+def resume_plan(old: pd.DataFrame, new: pd.DataFrame, stored: pd.DataFrame, params: RiskParams) -> dict[str, tuple]:
+    """group → (resume time R, read-from time), naive-UTC Timestamps, per group to recompute
+    (`old`, `new`: carry of the stored and of the new rows; `stored`: risk_findings; module comment
+    above)."""
+    window, epoch = resume_window(params), pd.Timestamp(0)
+    opens = stored[stored["is_open"].astype(bool) & stored["code"].isin(STATE_CODES)]
+    plan = {}
+    for g, rows in new.groupby("group_name", sort=True):
+        mine = old[old["group_name"] == g].set_index("instance")
+        first_new = pd.Timestamp(rows["first_ts"].min())
+        if mine.empty:  # a new group: all its rows are new
+            plan[g] = (first_new, first_new)
+            continue
+        if not set(rows["instance"]) <= set(mine.index):  # a new instance: every run of the group reads otherwise
+            plan[g] = (epoch, pd.Timestamp(mine["first_ts"].min()))
+            continue
+        starts = []
+        for r in rows.itertuples():
+            for series, code in (("answered", "unprotected-live"), ("backup", "stale-backup")):
+                if pd.isna(getattr(r, f"last_{series}_ts")):
+                    continue  # no new observation in this series: its runs stay as stored
+                last = mine.at[r.instance, f"last_{series}_ts"]
+                starts += [first_new, *([] if pd.isna(last) else [pd.Timestamp(last) - window])]
+                starts += [pd.Timestamp(t) for t in opens.loc[(opens["group_name"] == g) & (opens["instance"] == r.instance)
+                                                               & (opens["code"] == code), "start_ts"]]
+        if starts:
+            resume = min(starts)
+            plan[g] = (resume, resume - window - max_age(params))
+    return plan
+
+
+def kept_findings(stored: pd.DataFrame, plan: dict[str, tuple]) -> pd.DataFrame:
+    """Stored findings of the per-group rules a resumed run leaves as they are: groups not
+    recomputed; findings begun before the resume time."""
+    mine = stored[stored["code"].isin(STATE_CODES)]
+    at = mine["group_name"].map({g: resume for g, (resume, _) in plan.items()})
+    return mine[at.isna() | (pd.to_datetime(mine["start_ts"]) < pd.to_datetime(at))]
+
+
+def context_missing(series: dict, resume: np.datetime64, read_from: np.datetime64, first_before: dict,
+                    params: RiskParams) -> bool:
+    """Whether a series of ONE group (`series`: group_state_risks' times and flags per (series,
+    instance) over the rows read) may begin a run at its first observation from `resume` on that a
+    full run would see differently: that observation is flagged, its previous one is not among the
+    rows read at least `max_age` after `read_from` (where it is judged as a full run judges it), and
+    the series had observations before `resume` (`first_before`: instance → its first answered and
+    first backup observation, stored). Unflagged, it starts no run: its previous one does not matter."""
+    judged_from = read_from + np.timedelta64(params.standby_max_age, "ns")
+    for (name, instance), (ts, flags) in series.items():
+        first = first_before.get(instance, (None, None))[0 if name == "answered" else 1]
+        if first is None or pd.isna(first) or utc_ns([first])[0] >= resume:
+            continue  # nothing of this series before resume: it starts where the rows read start
+        at = np.searchsorted(ts, resume, side="left")
+        if at < len(ts) and flags[at] and not (at > 0 and ts[at - 1] >= judged_from):
+            return True
+    return False
+
+
+def resumed_risks(slh, plan: dict[str, tuple], carry: pd.DataFrame, old: pd.DataFrame, params: RiskParams) -> pd.DataFrame:
+    """Findings of the per-group rules from each planned group's resume time on, from its rows read
+    from its read-from time (a CONTEXT_MISSING row for a group where only a full run is exact)."""
+    lo = min(read_from for _, read_from in plan.values())
+    hi = max(pd.Timestamp(carry["last_ts"].max()), lo)
+    days = list(pd.date_range(lo.floor("D"), hi.floor("D"), freq="D").strftime("%Y-%m-%d"))  # obs_date: ts's UTC day
+    cut = F.broadcast(slh.spark.createDataFrame([(g, read_from.value // 1000) for g, (_, read_from) in plan.items()],
+                                                "group_name string, read_from long")
+                      .select("group_name", F.timestamp_micros("read_from").alias("read_from")))
+    state = (slh.read_partitions("broker_state", "obs_date", days, STATE_COLUMNS)
+             .where(F.col("kind").isin(*HA_KINDS) & (F.col("ts") >= F.timestamp_micros(F.lit(lo.value // 1000))))
+             .join(cut, "group_name").where(F.col("ts") >= F.col("read_from")).select(*STATE_COLUMNS))
+    bounds = {g: (np.datetime64(r.value, "ns"), np.datetime64(f.value, "ns")) for g, (r, f) in plan.items()}
+    instances = {g: sorted(c["instance"]) for g, c in carry.groupby("group_name")}
+    first_before = {g: {r.instance: (r.first_answered_ts, r.first_backup_ts) for r in c.itertuples()}
+                    for g, c in old.groupby("group_name")}
+
+    def per_group(pdf: pd.DataFrame) -> pd.DataFrame:
+        g = pdf["group_name"].iloc[0]
+        resume, read_from = bounds[g]
+        series: dict = {}
+        found = group_state_risks(pdf, params, instances[g], series)
+        if context_missing(series, resume, read_from, first_before.get(g, {}), params):
+            marker = _finding(CONTEXT_MISSING, "warn", "possible", pdf["kind"].iloc[0], g, None,
+                              standing_bounds(resume, resume), None, None, None, None, "", "")
+            return contract_frame([marker], RISK_FINDINGS)
+        return found[utc_ns(found["start_ts"]) >= resume]
+
+    return contract_frame(state.groupBy("group_name").applyInPandas(per_group, RISK_FINDINGS.spark_schema()).toPandas(),
+                          RISK_FINDINGS)
+
+
+def risk_increment(slh, params: RiskParams, appended, mark: Watermark, say) -> dict[str, int] | None:
+    """Bring risk_findings up to date with the rows appended to broker_state; None when only a
+    full run is exact."""
+    new = carry_of(appended.new)
+    old = contract_frame(slh.read("risk_carry").toPandas(), RISK_CARRY)
+    late = late_groups(old, new)
+    if late:
+        say(f"gold risk_findings: rows not later than stored ones ({', '.join(late[:3])}…), recomputing")
+        return None
+    stored = contract_frame(slh.read("risk_findings").toPandas(), RISK_FINDINGS)
+    plan = resume_plan(old, new, stored, params)
+    carry = merge_carry(old, new)
+    fresh = resumed_risks(slh, plan, carry, old, params) if plan else contract_frame([], RISK_FINDINGS)
+    if (fresh["code"] == CONTEXT_MISSING).any():
+        say("gold risk_findings: a series resumes after a gap longer than the window, recomputing")
+        return None
+    found = gold_risks(summary_of(carry), *gold_frames(slh), params)
+    rows = contract_frame(pd.concat([kept_findings(stored, plan), fresh, found], ignore_index=True), RISK_FINDINGS)
+    say(f"gold risk_findings (incremental: broker_state up to version {mark.input_version}, {len(plan)} groups resumed)")
+    return write_risk(slh, carry, slh.spark.createDataFrame(rows, RISK_FINDINGS.spark_schema()), mark)

@@ -55,11 +55,11 @@ def analyze(cfg: Config, mode: str | None = None, progress: Callable[[str], None
 def run_findings(slh, params: AnalysisParams, say: Callable[[str], None], full: bool = False) -> dict[str, int]:
     """The gold-on-gold jobs, in order: risk states, the clients' shifts, causes (GC and ZooKeeper findings onto
     failovers and split brain), incidents (everything, causes included). Each recomputes its tables
-    from the current versions of its inputs, and not at all when none of them (nor the config, nor
-    its code) changed since its last run (`full`: always): incremental and full runs agree."""
+    from the current versions of its inputs (risk: only the groups with new broker_state rows,
+    analysis/risk.py), and not at all when none of them (nor the config, nor its code) changed since
+    its last run (`full`: always): incremental and full runs agree."""
     jobs = (
-        ("risk", risk, ("risk_findings",), ("broker_state", "role_intervals", "split_brain_windows", "failover_events"),
-         params.risk, lambda info: risk.run_risk(slh, params.risk, say, info)),
+        ("risk", risk, risk.OUTPUTS, risk.INPUTS, params.risk, lambda mark: risk.run_risk(slh, params.risk, say, mark, full=full)),
         ("client-shifts", client_shifts, ("client_shifts",), ("failover_events", "broker_state"),
          params.shifts, lambda info: client_shifts.run_client_shifts(slh, params.shifts, say, info, full=full)),
         ("causes", causes, ("finding_causes",), ("failover_events", "split_brain_windows", "gc_findings", "zk_findings",
@@ -74,9 +74,11 @@ def run_findings(slh, params: AnalysisParams, say: Callable[[str], None], full: 
             continue  # nothing analysed yet
         versions = [slh.lakehouse.version(t) for t in inputs]
         mark = Watermark(job, -1, fingerprint(job, repr(job_params), versions, sources=[module.__file__, runs_module.__file__]))
+        if module is risk:  # incremental over broker_state: its watermark holds the version it read
+            mark = risk.risk_mark(slh, job_params)
         if not full and read_watermark(slh.lakehouse, job, outputs) == mark:
             say(f"gold {', '.join(outputs)}: inputs unchanged since the last run")
             counts.update({t: slh.lakehouse.count(t) for t in outputs})
         else:
-            counts.update(run(mark.commit_info()))
+            counts.update(run(mark) if module is risk else run(mark.commit_info()))
     return counts

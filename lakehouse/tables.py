@@ -1257,8 +1257,10 @@ RISK_FINDINGS = TableContract(
         "instance of its group was active), `shutdown-on-failure-off` (ActiveMQ pair with both "
         "`shutdownOnMasterFailure` and `shutdownOnSlaveFailure` false, from the target config), "
         "`failover-duration` (a failover whose length was decided by configuration: ActiveMQ lock retry "
-        "or lease, Artemis connection-ttl far above ZooKeeper session-ms; with the advice). Recomputed "
-        "whole on every run. " + _BOUNDS_DOC
+        "or lease, Artemis connection-ttl far above ZooKeeper session-ms; with the advice). An "
+        "incremental run recomputes the groups with new broker_state rows from shortly before their "
+        "last stored rows (state: risk_carry) and the group-wide rules in whole; the same rows as a full "
+        "run. " + _BOUNDS_DOC
     ),
     columns=(
         _c("finding_id", pa.string(), "stable id: hash of code, group, instance and start", False),
@@ -1277,6 +1279,35 @@ RISK_FINDINGS = TableContract(
         _c("advice", pa.string(), "what to do about it", False),
     ),
     keys=("finding_id",),
+    written_by="analysis.risk (brokerscope analyze)",
+)
+
+RISK_CARRY = TableContract(
+    name="risk_carry",
+    layer="state",
+    doc=(
+        "What the risk job needs of the stored broker_state rows to go on over new ones exactly as a "
+        "full run would (analysis/risk.py, incremental runs): per (group_name, instance) of the "
+        "ActiveMQ/Artemis groups, its first and last observation, its first and last answered one, "
+        "its first and last answered Artemis backup observation with an activation sequence (the "
+        "stale-backup series), and its last reported HAPolicy. The group-wide rules (quorum, "
+        "shutdown-on-failure, failover-duration) are computed from it instead of all of broker_state. "
+        "Written in the same runs as risk_findings, with the same watermark."
+    ),
+    columns=(
+        _c("group_name", pa.string(), "HA group", False),
+        _c("instance", pa.string(), "broker instance", False),
+        _c("kind", pa.string(), "broker kind", False),
+        _c("first_ts", TS, "first observation", False),
+        _c("last_ts", TS, "last observation", False),
+        _c("first_answered_ts", TS, "first answered observation; null: none yet"),
+        _c("last_answered_ts", TS, "last answered observation; null: none yet"),
+        _c("first_backup_ts", TS, "first answered Artemis backup observation with an activation sequence > 0"),
+        _c("last_backup_ts", TS, "last such observation"),
+        _c("ha_policy", pa.string(), "HAPolicy of its last observation reporting one"),
+        _c("ha_policy_ts", TS, "that observation's time; null: never reported"),
+    ),
+    keys=("group_name", "instance"),
     written_by="analysis.risk (brokerscope analyze)",
 )
 
@@ -1513,6 +1544,7 @@ TABLES: dict[str, TableContract] = {
         KAFKA_OFFSETS,
         FAILOVER_READINESS,
         RISK_FINDINGS,
+        RISK_CARRY,
         FINDING_CAUSES,
         INCIDENTS,
         INCIDENT_EVIDENCE,

@@ -258,7 +258,7 @@ def test_run_risk_writes_what_the_pandas_rules_find(tmp_path, spark):
     got = sorted((r["group_name"], r["code"], r["certainty"], r["start_ts"].replace(tzinfo=None)) for r in lh.read("risk_findings").to_pylist())
     want = sorted((f["group_name"], f["code"], f["certainty"], f["start_ts"].to_pydatetime())
                   for g in ("g", "g2") for _, f in group_state_risks(state([r for r in rows if r["group_name"] == g]), PARAMS).iterrows())
-    assert counts == {"risk_findings": 2} and got == want
+    assert counts["risk_findings"] == 2 and got == want
 
 
 def test_a_bad_ha_setting_is_refused_naming_the_key():
