@@ -579,16 +579,23 @@ def kept_findings(stored: pd.DataFrame, resume: dict, failovers: pd.DataFrame) -
 
 
 def context_missing(slh, dest: DataFrame, state: DataFrame, cut: DataFrame, plan: list[tuple[str, int, int]]) -> bool:
-    """A series (destination of an instance, or an instance's scrapes) that has stored rows before
-    the rows read but none of its rows read falls before the resume time: its previous
-    observation is missing, and only a full run treats it exactly. The series whose first row read
+    """A series (a destination as `group_stuck` follows it — one server's member, or a live/backup
+    group's destination whichever instance is live — or an instance's scrapes) that has stored rows
+    before the rows read but none of its rows read falls before the resume time: its previous
+    observation is missing, and only a full run treats it exactly. (A live/backup destination is
+    one series across a failover: its previous observation may be the old live's, before the rows
+    read, when the group had no live for longer than the window.) The series whose first row read
     is that late are few (none on a normal tick: every series observed all along has rows from the
     read-from time on); only for them are older rows looked for, newest partitions first (the
     comment above `rows_between`). A group read from the beginning has no older row."""
     read_from = {g: r for g, _, r in plan if r > 0}
+    members = nonexclusive_kinds()
 
-    def missing(rows: DataFrame, table: str, key: list[str]) -> bool:
-        late = (rows.groupBy("group_name", *key).agg(F.min("ts").alias("first"), F.first("resume").alias("resume"))
+    def by_server(rows: DataFrame) -> DataFrame:  # group_stuck's series key: the server only for member kinds
+        return rows.withColumn("server", F.when(F.col("kind").isin(members), F.col("instance")).otherwise(F.lit("")))
+
+    def missing(rows: DataFrame, table: str, key: list[str], columns: list[str], series_of=lambda df: df) -> bool:
+        late = (series_of(rows).groupBy("group_name", *key).agg(F.min("ts").alias("first"), F.first("resume").alias("resume"))
                 .where(F.col("first") >= F.col("resume")).select("group_name", *key).collect())
         late = [tuple(r) for r in late if r.group_name in read_from]
         if not late:
@@ -598,10 +605,11 @@ def context_missing(slh, dest: DataFrame, state: DataFrame, cut: DataFrame, plan
         days = partition_days(slh, table)
         starts = [read_from[r[0]] for r in late]
         for lo, hi in spans_back(days, min(starts), max(starts)):
-            older = (rows_between(slh, table, ["group_name", *key, "ts"], lo, hi, days)
+            older = (series_of(rows_between(slh, table, ["group_name", *columns, "ts"], lo, hi, days))
                      .join(series, ["group_name", *key]).where(F.col("ts") < F.col("read_from")))
             if not older.isEmpty():
                 return True
         return False
 
-    return missing(dest, "destination_stats", ["instance", *PER_DESTINATION]) or missing(state, "broker_state", ["instance"])
+    return (missing(dest, "destination_stats", ["server", *PER_DESTINATION], ["kind", "instance", *PER_DESTINATION], by_server)
+            or missing(state, "broker_state", ["instance"], ["instance"]))

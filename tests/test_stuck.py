@@ -270,11 +270,11 @@ def member_rows(group: str, seconds, resumed_at: float | None = None, gone: tupl
     return dest, state
 
 
-def test_increments_search_the_newest_partitions_first_and_equal_a_full_run(spark, tmp_path):
-    """Three appends, each analysed incrementally and compared with a full run of the same rows: c2's
-    last rows lie in the day before (found by widening the search); c1's m1 member comes back after a
-    gap longer than the window, its previous observation a day back (found: a full run)."""
-    from analysis.stuck import StuckParams, last_stored, run_stuck
+def incremental_and_full(tmp_path, spark):
+    """Two lakehouses given the same rows: `append(parts)` ((dest rows, state rows) per part; returns
+    the new broker_state rows' (first µs, count) per group), `run()` (the stuck job incremental on
+    one, --full on the other; their tables must be equal; returns the incremental run's progress)."""
+    from analysis.stuck import StuckParams, run_stuck
     from lakehouse.spark import SparkLakehouse
     from lakehouse.store import Lakehouse
     from tests.test_incremental import snapshot
@@ -303,6 +303,18 @@ def test_increments_search_the_newest_partitions_first_and_equal_a_full_run(spar
         assert snapshot(inc, ("stuck_messages",)) == snapshot(full, ("stuck_messages",))
         return said
 
+    return inc, full, append, run
+
+
+def test_increments_search_the_newest_partitions_first_and_equal_a_full_run(spark, tmp_path):
+    """Three appends, each analysed incrementally and compared with a full run of the same rows: c2's
+    last rows lie in the day before (found by widening the search); c1's m1 member comes back after a
+    gap longer than the window, its previous observation a day back (found: a full run)."""
+    from analysis.stuck import last_stored
+    from lakehouse.spark import SparkLakehouse
+
+    inc, full, append, run = incremental_and_full(tmp_path, spark)
+
     gap = (-600, 600)  # m1's member: rows until 23:50 the day before, back at 00:10
     append([member_rows("c1", [-2 * 86400], gone=gap),  # an older partition still: the search widens before it ends
             member_rows("c1", range(-900, 300, 5), gone=gap), member_rows("c2", range(-900, -695, 5))])
@@ -317,3 +329,34 @@ def test_increments_search_the_newest_partitions_first_and_equal_a_full_run(spar
     assert "gold stuck_messages: a series resumes after a gap longer than the window, recomputing" in said, said
     assert [(f["instance"], f["code"], f["start_ts"]) for f in full.read("stuck_messages").to_pylist()] == [
         ("m1", "stranded-member", at(605).tz_localize("UTC").to_pydatetime())]  # 600 fell from 50: a delivery
+
+
+def test_a_live_backup_destination_back_on_the_other_instance_after_a_long_gap_is_a_full_run(spark, tmp_path):
+    """ActiveMQ: the queue follows the master role. amq-a (master) holds 50 until 100 s, then no master
+    for longer than the window; amq-b, never master before, is master from 300 s holding 10, no consumer.
+    The series' previous observation is amq-a's at 100 s, before the rows an increment reads: a full
+    run sees the fall from 50 as a delivery (the run starts at 305 s, not 300 s), so only a full run
+    is exact — whichever instance held the earlier rows."""
+    _, full, append, run = incremental_and_full(tmp_path, spark)
+
+    def part(seconds) -> tuple[list[dict], list[dict]]:
+        dest, state = [], []
+        for s in seconds:
+            master = "amq-a" if s <= 100 else ("amq-b" if s >= 300 else None)
+            for inst in ("amq-a", "amq-b"):
+                answered = not (inst == "amq-a" and 100 < s)
+                state.append(state_row(inst, s, reachable=answered, active=(inst == master) if answered else None,
+                                       group="s") | {"kind": "activemq", "role": "master" if inst == master else "slave"})
+            if master is not None:
+                held = (50, 1, 10**6 + s, 10**6 + s) if master == "amq-a" else (10, 0, 10**6, 10**6)
+                dest.append(dest_row(master, s, held[0], held[1], enqueued=held[2], dequeued=held[3], kind="activemq",
+                                     group="s", destination="Q", logical="Q"))
+        return dest, state
+
+    append([part(range(0, 300, 5))])
+    run()
+    append([part(range(300, 400, 5))])
+    said = run()
+    assert "gold stuck_messages: a series resumes after a gap longer than the window, recomputing" in said, said
+    assert [(f["instance"], f["code"], f["start_ts"]) for f in full.read("stuck_messages").to_pylist()] == [
+        ("amq-b", "no-consumers", at(305).tz_localize("UTC").to_pydatetime())]
