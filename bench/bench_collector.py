@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import signal
 import subprocess
@@ -65,6 +64,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.machine import machine_line  # noqa: E402
 
 
 
@@ -635,14 +635,7 @@ def fmt(x: float | None, nd: int = 1) -> str:
 
 
 def machine() -> str:
-    model = "?"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    load = os.getloadavg()
-    return (f"nproc={os.cpu_count()} cpu={model!r} python={platform.python_version()} "
-            f"loadavg(before)={load[0]:.2f},{load[1]:.2f},{load[2]:.2f}")
+    return machine_line().removeprefix("machine: ")
 
 
 def versions() -> str:

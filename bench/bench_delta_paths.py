@@ -28,8 +28,6 @@ import argparse
 import collections
 import contextlib
 import datetime as dt
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -40,6 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"
 DRILL_CONFIG, DRILL_RECORDING = FIX / "drill_kill_master.yaml", FIX / "drill_kill_master.jsonl.gz"
+sys.path.insert(0, str(ROOT))
+from bench.machine import loadavg, machine_line  # noqa: E402
+
 NO_STAGE = "(before the first stage)"
 
 
@@ -62,20 +63,14 @@ class Run:
     gold: dict[str, list] = field(default_factory=dict)
 
 
-def load() -> str:
-    return ",".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def print_header(argv: list[str]) -> None:
     import deltalake
     import pyspark
 
     from infra import delta_jars
 
-    with open("/proc/cpuinfo") as info:
-        cpu = next((x.split(":", 1)[1].strip() for x in info if x.startswith("model name")), "?")
     print(f"date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
-    print(f"machine: nproc={os.cpu_count()} cpu={cpu!r} python={platform.python_version()} loadavg(before)={load()}")
+    print(machine_line())
     print(f"versions: pyspark=={pyspark.__version__} delta-spark jars {delta_jars.coordinates()} "
           f"deltalake=={deltalake.__version__}")
     print(f"command: python bench/bench_delta_paths.py {' '.join(argv)}".rstrip(), flush=True)
@@ -225,7 +220,7 @@ def _analyze_once(spark, path: str, mode: str, work: Path, say, incremental: boo
     say(f"{path:14} {'incremental ' if incremental else ''}analyze: {wall:7.2f} s, {len(run.jobs)} Spark jobs, "
         f"{sum(o.kind == 'write' for o in ops)} writes ({sum(o.seconds for o in ops if o.kind == 'write'):.1f} s), "
         f"{sum(o.kind == 'read' for o in ops)} reads ({sum(o.seconds for o in ops if o.kind == 'read'):.1f} s); "
-        f"loadavg {load()}")
+        f"loadavg {loadavg()}")
     return run
 
 
@@ -328,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             for path in paths:
                 print_details(next(r for r in runs if r.path == path))
         print_summary(runs, paths)
-        print(f"loadavg(after)={load()}")
+        print(f"loadavg(after)={loadavg()}")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

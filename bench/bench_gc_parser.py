@@ -73,6 +73,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from bench.machine import cpu_model  # noqa: E402
 
 from collectors.gc import GcLogParser, iter_events, open_log  # noqa: E402
 
@@ -199,17 +200,6 @@ def time_jvmind(parse_gc_log, path: str):
 def _best(cur, clk):
     """The faster of two measurements (by CPU time)."""
     return clk if cur is None or clk.cpu < cur.cpu else cur
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
 
 
 def main() -> None:

@@ -52,7 +52,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -68,6 +67,7 @@ import pyarrow.compute as pc
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from bench.bench_spine import group_states  # noqa: E402
+from bench.machine import loadavg, machine_line  # noqa: E402
 from brokerscope.simulate import activemq  # noqa: E402
 from brokerscope.simulate.jolokia import dialect, exchange, refused_error  # noqa: E402
 from brokerscope.simulate.model import Counters, Destination, Member  # noqa: E402
@@ -330,10 +330,6 @@ def check_rows(fleet: Fleet, tpl, samples: int, ticks: int, rng) -> int:
 # --- the run ----------------------------------------------------------------------------------------
 
 
-def loadavg() -> str:
-    return ",".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def job_of(msg: str) -> str:
     """A progress line → the job it starts (details such as versions and counts dropped)."""
     m = msg.split(" (")[0].split(":")[0]
@@ -374,10 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     import pyspark
 
     print(f"date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     load_before = loadavg()
-    print(f"machine: nproc={os.cpu_count()} cpu='{cpu}' mem={os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB "
-          f"python={platform.python_version()} pyspark=={pyspark.__version__} loadavg(before)={load_before}")
+    print(machine_line(memory=True, extra=f"pyspark=={pyspark.__version__}"))
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "? (not a git checkout)"

@@ -35,7 +35,6 @@ import argparse
 import datetime as dt
 import hashlib
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -47,6 +46,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from bench.machine import machine_line  # noqa: E402
 from lakehouse.store import Lakehouse  # noqa: E402
 
 T0 = dt.datetime(2026, 11, 22, 22, 30, tzinfo=dt.timezone.utc)  # crosses midnight: two obs_date partitions
@@ -347,9 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     from infra import delta_jars
 
     print(f"date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
-    print(f"machine: nproc={os.cpu_count()} cpu='{cpu}' mem={os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB "
-          f"python={platform.python_version()} loadavg(before)={','.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(machine_line(memory=True))
     print(f"versions: pyspark=={pyspark.__version__} delta-spark jars {delta_jars.coordinates()} duckdb=={duckdb.__version__} "
           f"pyarrow=={pa.__version__}")
     print(f"command: python bench/bench_spine.py {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
