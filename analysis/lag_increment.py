@@ -10,8 +10,9 @@ rows' replication_lag rows: with no late row they are the rows a full run writes
 bit for bit (the sums go on term by term in the same order), and a full run's stored rows do not
 change.
 
-Findings are rewritten whole (one row per run of a condition: far fewer than lag rows, but the one
-part of an incremental run that grows with the history), from what is kept and what is recomputed:
+Findings are rewritten whole when they changed (one row per run of a condition: far fewer than lag
+rows, but the one part of an incremental run that grows with the history), from what is kept and
+what is recomputed:
 - per series with new lag rows: its findings from the new rows alone, in the same step. A series
   carries its last row and, per finding code, the run still open at it (start, the bound before it,
   largest value, certainty, ns of holes so far: analysis.lag.finding_rows' `carried`): an open
@@ -38,6 +39,16 @@ lakehouse, needs delta-spark's streaming source (not the bridge), and has no not
 holds a row older than the state: recompute everything"; it was not tried. Delta MERGE would spare
 rewriting replication_findings whole, but the bridge has none; not measured either.
 
+A run writes only what changed: no empty append to replication_lag, no rewrite of unchanged
+findings; lag_carry, always written last, carries the watermark and the versions the run left the
+other two at (`stored_mark`: a later run trusts the outputs when each either carries the same
+watermark or is still at that version). A run whose new rows are only scrapes of instances without
+series (a fleet without replication, e.g. ActiveMQ master/slave pairs: before, two Spark jobs, an
+applyInPandas over every instance's scrapes, and three commits per tick) needs no Spark at all
+(`lag_quiet`): the files the commits since added (`lakehouse.spark.added_actions`, from the commits'
+JSON) show no replication row, the instances' last scrapes are read from them with pyarrow, and
+lag_carry alone is committed — the rows the incremental run would write.
+
 Whatever cannot be exact falls back to the full run, which is always right: no carry or another
 watermark (config, code), a silver table rewritten (not only appended), a new row not later than a
 stored row of its instance, a series whose basis the new rows change (lag-only ↔ derived), a series
@@ -48,9 +59,12 @@ bronze_kafka, new facts that join the last stored round.
 from __future__ import annotations
 
 import json
+import urllib.parse
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -64,9 +78,10 @@ from analysis.mirror_lag import MIRROR_FLOW, mirror_observations
 from analysis.runs import contract_frame, utc_ns
 from analysis.silver import SILVER_JOB
 from analysis.readiness import READINESS_JOB, READINESS_TABLES
-from analysis.watermark import Watermark, fingerprint, read_watermark
+from analysis.watermark import Watermark, _from_commit, fingerprint, read_watermark
 from analysis.zookeeper import round_ids
-from lakehouse.spark import Appended
+from lakehouse.spark import Appended, added_actions
+from lakehouse.store import _pyarrow_fs
 from lakehouse.tables import LAG_CARRY, REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
 
 OUTPUTS = (*LAG_TABLES, "lag_carry")
@@ -310,7 +325,7 @@ def run_lag(slh, params: LagParams, progress=None, full: bool = False) -> dict[s
     silver = read_watermark(slh.lakehouse, SILVER_JOB, SILVER_FROM_JOLOKIA)
     mark = Watermark(LAG_JOB, -1 if silver is None else silver.input_version, fp)
     versions = _versions(slh)
-    stored = read_watermark(slh.lakehouse, LAG_JOB, OUTPUTS)
+    stored = stored_mark(slh.lakehouse)
     carry = (slh.lakehouse.read("lag_carry").to_pandas() if stored is not None and stored.fingerprint == fp
              and not full else None)
     inputs = None
@@ -321,7 +336,9 @@ def run_lag(slh, params: LagParams, progress=None, full: bool = False) -> dict[s
         say("gold replication_lag, replication_findings: silver unchanged since the last run")
         return {t: slh.lakehouse.count(t) for t in LAG_TABLES}
     if inputs is not None:
-        counts = lag_increment(slh, params, mark, versions, carry, inputs, say)
+        counts = lag_quiet(slh, mark, versions, carry, inputs, say)
+        if counts is None:
+            counts = lag_increment(slh, params, mark, versions, carry, inputs, say)
         if counts is not None:
             return counts
     return lag_full(slh, params, mark, versions, say)
@@ -344,7 +361,7 @@ def lag_full(slh, params: LagParams, mark: Watermark, versions: dict, say) -> di
     out.unpersist()
     groups = [r.group_name for r in repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()]
     carries = pd.concat([carries, pd.DataFrame([_input_row(versions, _kafka_mark(slh), groups)])], ignore_index=True)
-    slh.write("lag_carry", _carry_frame(spark, carries), commit_info=info)
+    _write_carry(slh, carries, info)
     return counts
 
 
@@ -381,7 +398,9 @@ def lag_increment(slh, params: LagParams, mark: Watermark, versions: dict, carry
         return None
     say(f"gold replication_lag (incremental: silver up to bronze version {mark.input_version})")
     info = mark.commit_info()
-    slh.write("replication_lag", _lag_part(out), mode="append", commit_info=info)
+    lag_part = _lag_part(out)
+    if not lag_part.isEmpty():  # no new row: no commit (the watermark goes with lag_carry: stored_mark)
+        slh.write("replication_lag", lag_part, mode="append", commit_info=info)
     counts = {"replication_lag": slh.lakehouse.count("replication_lag")}
 
     say("gold replication_findings (incremental)")
@@ -404,15 +423,35 @@ def lag_increment(slh, params: LagParams, mark: Watermark, versions: dict, carry
     if readiness_changed:
         findings = findings.unionByName(readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s,
                                                            hole_s=params.hole_s))
-    counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
+    table = findings.toArrow().select(REPLICATION_FINDINGS.column_names).cast(REPLICATION_FINDINGS.schema)
+    if same_rows(table, slh.lakehouse.read("replication_findings")):  # unchanged: no commit
+        counts["replication_findings"] = table.num_rows
+    else:
+        counts["replication_findings"] = slh.write_arrow("replication_findings", table, commit_info=info)
     out.unpersist()
+    _write_carry(slh, _merged_carry(carry, fresh, versions, kafka_now, fact_groups), info)
+    return counts
 
+
+def _merged_carry(carry: pd.DataFrame, fresh: pd.DataFrame, versions: dict, kafka: dict, fact_groups) -> pd.DataFrame:
+    """The stored carries with those a run gave in their place, and the run's input row."""
     replaced = set(_carry_keys(fresh))
     old = carry[carry["scope"] != "input"]
     old = old[[k not in replaced for k in _carry_keys(old)]]
-    carries = pd.concat([old, fresh, pd.DataFrame([_input_row(versions, kafka_now, fact_groups)])], ignore_index=True)
-    slh.write("lag_carry", _carry_frame(spark, carries), commit_info=info)
-    return counts
+    return pd.concat([old, fresh, pd.DataFrame([_input_row(versions, kafka, fact_groups)])], ignore_index=True)
+
+
+def same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """The same rows (in any order; floats to the bit, NaN equal to NaN)."""
+    if a.num_rows != b.num_rows or a.schema.names != b.schema.names:
+        return False
+
+    def rows(t: pa.Table) -> list[tuple]:
+        def cell(v):
+            return ("f", np.float64(v).tobytes().hex()) if isinstance(v, float) else v
+        return sorted((tuple(cell(v) for v in r.values()) for r in t.to_pylist()), key=repr)
+
+    return rows(a) == rows(b)
 
 
 def _carry_keys(carry: pd.DataFrame) -> list[tuple]:
@@ -450,3 +489,125 @@ def kept_findings(stored: pd.DataFrame, touched: set[tuple], groups: list[str], 
     keep = np.where(flow.isin(GROUP_FLOWS), ~stored["group_name"].isin(groups),
                     np.where(flow == "failover-readiness", not readiness_changed, ~np.asarray(reopened, dtype=bool)))
     return stored[keep.astype(bool)]
+
+
+# --- the watermark: lag_carry's latest commit -------------------------------------------------------------
+
+#: lag_carry's commits record, beside the watermark, the versions replication_lag and replication_findings
+#: had after the run: a run that changed neither (no new lag row, the same findings) commits only lag_carry
+OUTPUT_VERSIONS = "brokerscope.lag_outputs"
+
+
+def _commit_entry(info: dict, key: str) -> str | None:
+    raw = info.get(key)
+    if raw is None and isinstance(info.get("userMetadata"), str):  # delta-spark keeps commit_info there
+        try:
+            raw = json.loads(info["userMetadata"]).get(key)
+        except (ValueError, AttributeError):
+            raw = None
+    return raw
+
+
+def stored_mark(lakehouse) -> Watermark | None:
+    """The lag job's watermark: lag_carry's latest commit's, when replication_lag and replication_findings
+    are as that run left them — their latest commits carry the same watermark (the run wrote them), or
+    they are still at the versions that commit recorded (it did not need to). Else None: another writer,
+    or a run stopped between two outputs (then the next run is a full one)."""
+    def last(name: str) -> tuple[int | None, dict]:
+        dt = lakehouse._open(name)
+        if dt is None:
+            return None, {}
+        h = dt.history(limit=1)
+        return dt.version(), (h[0] if h else {})
+
+    _v, info = last("lag_carry")
+    mark = _from_commit(info)
+    if mark is None or mark.job != LAG_JOB:
+        return None
+    try:
+        outputs = json.loads(_commit_entry(info, OUTPUT_VERSIONS) or "null")
+    except ValueError:
+        outputs = None
+    for t in LAG_TABLES:
+        version, last_info = last(t)
+        if _from_commit(last_info) != mark and (not isinstance(outputs, dict) or version is None or outputs.get(t) != version):
+            return None
+    return mark
+
+
+def _write_carry(slh, carries: pd.DataFrame, info: dict) -> None:
+    """lag_carry, last of the run's outputs, with the watermark and the versions of the other two."""
+    outputs = {t: slh.lakehouse.version(t) for t in LAG_TABLES}
+    table = pa.Table.from_pandas(contract_frame(carries, LAG_CARRY), preserve_index=False).select(
+        LAG_CARRY.column_names).cast(LAG_CARRY.schema, safe=False)
+    slh.write_arrow("lag_carry", table, commit_info={**info, OUTPUT_VERSIONS: json.dumps(outputs, sort_keys=True)})
+
+
+# --- a tick without replication input ---------------------------------------------------------------------
+
+
+def lag_quiet(slh, mark: Watermark, versions: dict, carry: pd.DataFrame, inputs: dict, say) -> dict[str, int] | None:
+    """A run whose new rows can change nothing but the instances' carries (a fleet without replication:
+    ActiveMQ master/slave pairs), without Spark: no new replication_stats row, kafka_offsets and
+    failover_readiness unchanged, no group with isr / artemis-replica facts, and no instance with new
+    scrapes that carries a series. Then replication_lag and replication_findings stay as they are (a
+    full run gives the same rows) and lag_carry takes the instances' last scrapes (read from the files
+    the new commits added: `lakehouse.spark.added_actions`) and the input versions — what the
+    incremental run would write. None when that does not hold (or a new scrape is not later than a
+    stored one: the incremental run then says why and recomputes)."""
+    then, lh = inputs["versions"], slh.lakehouse
+    if inputs["fact_groups"] or any(versions[t] != then[t] for t in ("kafka_offsets", "failover_readiness")):
+        return None
+    # None: a commit since removed files, or a table that did not exist then
+    added = {t: [] if versions[t] == then[t] else added_actions(lh, t, then[t], versions[t]) for t in SILVER_INPUTS}
+    if any(a is None or any(x.get("deletionVector") for x in a) for a in added.values()):
+        return None
+    try:
+        if sum(_rows(lh, "replication_stats", a) for a in added["replication_stats"]):
+            return None
+        health = _read_added(lh, "collector_health", added["collector_health"], ["instance", "ts"])
+    except (OSError, pa.ArrowException, KeyError):
+        return None
+    if health.column("instance").null_count:
+        return None
+    series = set(carry.loc[carry["scope"] == "series", "instance"])
+    if series & set(health.column("instance").to_pylist()):
+        return None
+    stored = {i: _ns(t) for i, t in zip(carry.loc[carry["scope"] == "instance", "instance"], carry.loc[carry["scope"] == "instance", "ts"])}
+    spans = health.rename_columns(["instance", "ns"]).group_by("instance").aggregate([("ns", "min"), ("ns", "max")])
+    fresh = []
+    for inst, first, last in zip(*(spans.column(c).to_pylist() for c in ("instance", "ns_min", "ns_max"))):
+        if inst in stored and first <= stored[inst]:
+            return None
+        fresh.append({"scope": "instance", "instance": inst, "ts": pd.Timestamp(max(last, stored.get(inst, last))), "carry": "{}"})
+    say(f"gold replication_lag, replication_findings: no replication rows since the last run (silver up to bronze "
+        f"version {mark.input_version}), {len(fresh)} instances' last scrapes carried")
+    fresh = pd.DataFrame(fresh, columns=_CARRY_COLUMNS)
+    _write_carry(slh, _merged_carry(carry, fresh, versions, _kafka_mark(slh), inputs["fact_groups"]), mark.commit_info())
+    return {t: lh.count(t) for t in LAG_TABLES}
+
+
+def _rows(lh, name: str, add: dict) -> int:
+    stats = add.get("stats")
+    if stats:
+        n = json.loads(stats).get("numRecords")
+        if n is not None:
+            return int(n)
+    fs, base = _pyarrow_fs(lh.uri(name))
+    return pq.read_metadata(f"{base}/{urllib.parse.unquote(add['path'])}", filesystem=fs).num_rows
+
+
+def _read_added(lh, name: str, adds: list[dict], columns: list[str]) -> pa.Table:
+    """instance and ts (ns since the epoch, UTC) of the files `adds` added, read with pyarrow."""
+    fs, base = _pyarrow_fs(lh.uri(name))
+    parts = []
+    for a in adds:
+        if "://" in a["path"]:
+            raise KeyError(a["path"])  # absolute paths (shallow clones): not read here
+        t = pq.read_table(f"{base}/{urllib.parse.unquote(a['path'])}", columns=columns, filesystem=fs)
+        ts = t.column("ts")  # UTC instants (a naive type, e.g. INT96: the same numbers)
+        parts.append(pa.table({"instance": t.column("instance").cast(pa.string()),
+                               "ts": ts.cast(pa.timestamp("ns", ts.type.tz)).cast(pa.int64())}))
+    if not parts:
+        return pa.table({"instance": pa.array([], pa.string()), "ts": pa.array([], pa.int64())})
+    return pa.concat_tables(parts)

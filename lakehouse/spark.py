@@ -108,12 +108,25 @@ def _quiet_analysis_errors():
         log.setLevel(level)
 
 
-class Appended(NamedTuple):
-    """A table's rows split at a version: what it held then, and what commits since appended."""
+class Appended:
+    """A table's rows split at a version: what it held then (`old`), and what commits since appended
+    (`new`, up to `version`). `old` may be given as a function that makes it: it is made on first use
+    only (reading the files of the whole history costs a file listing over all of them, and most
+    callers only read `new`)."""
 
-    old: DataFrame
-    new: DataFrame
-    version: int  # the version `new` reaches
+    __slots__ = ("_old", "new", "version")
+
+    def __init__(self, old, new: DataFrame, version: int):
+        self._old, self.new, self.version = old, new, version
+
+    @property
+    def old(self) -> DataFrame:
+        if callable(self._old):
+            self._old = self._old()
+        return self._old
+
+    def __iter__(self):
+        return iter((self.old, self.new, self.version))
 
 
 # --- types ------------------------------------------------------------------------------------
@@ -244,24 +257,31 @@ class SparkLakehouse:
         since only added files (collectors' appends); None when a commit since removed or
         rewrote files (an overwrite, a compaction) or that version is gone: the caller then
         reads the whole table. Both modes read the files delta-rs lists (no change data feed
-        needed)."""
+        needed).
+
+        What was added comes from the commits after `since_version` (`added_files`: their JSON
+        files, one read each), not from a second snapshot at `since_version`: opening an old
+        version replays the log from the checkpoint before it and lists every file of the
+        history, which grew with the table's commits and files on every call. `old` is made only
+        when used."""
         c = contract(name)
         now = self.lakehouse._open(name)
-        try:
-            then = self._open_version(name, since_version)
-        except Exception:  # noqa: BLE001 - log entries cleaned up: cannot tell what is new
+        if now is None:
             return None
-        if now is None or then is None:
-            return None
-        old_files = set(pa.table(then.get_add_actions(flatten=True)).column("path").to_pylist())
-        now_files = set(pa.table(now.get_add_actions(flatten=True)).column("path").to_pylist())
-        if not old_files <= now_files:
+        version = now.version()
+        added = added_files(self.lakehouse, name, since_version, version)
+        if added is None:
             return None
         try:
-            return Appended(self._bridge_read(c, now, old_files, columns), self._bridge_read(c, now, now_files - old_files, columns),
-                            now.version())
+            new = self._bridge_read(c, now, added, columns)
         except LakehouseError:  # features the file-level read cannot honour: read the table
             return None
+
+        def old() -> DataFrame:
+            current = {urllib.parse.unquote(p) for p in pa.table(now.get_add_actions(flatten=True)).column("path").to_pylist()}
+            return self._bridge_read(c, now, current - added, columns)
+
+        return Appended(old, new, version)
 
     def _open_version(self, name: str, version: int) -> DeltaTable | None:
         if self.lakehouse._open(name) is None:
@@ -437,7 +457,8 @@ class SparkLakehouse:
         self._check_bridge_readable(c, dt)
         adds = pa.table(dt.get_add_actions(flatten=True))
         if only is not None:
-            adds = adds.filter(pa.array([p in only for p in adds.column("path").to_pylist()], pa.bool_()))
+            only = {urllib.parse.unquote(p) for p in only}
+            adds = adds.filter(pa.array([urllib.parse.unquote(p) in only for p in adds.column("path").to_pylist()], pa.bool_()))
         if adds.num_rows == 0:
             return _project(self._empty(c), columns)
         table_schema = pa.schema(dt.schema().to_arrow())
@@ -749,7 +770,7 @@ class SparkLakehouse:
                       replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
         if dt is None:  # a new table replaces nothing: an overwrite would still plan Delta's empty file list
             mode, replace_where = "append", None
-        elif not c.partition_by:  # results (events, intervals, findings): thousands of rows, through the driver
+        if not c.partition_by:  # results (events, intervals, findings): thousands of rows, through the driver
             try:
                 table = sdf.toArrow()
             except Exception as e:  # noqa: BLE001 - a row the contract refuses (raise_error in _conform)
@@ -798,6 +819,7 @@ class SparkLakehouse:
         fs, base = _pyarrow_fs(self.lakehouse.uri(c.name))
         adds, rel = [], None
         if table.num_rows:
+            fs.create_dir(base, recursive=True)  # a new table's folder
             rel = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
             footers: list = []
             pq.write_table(table, f"{base}/{rel}", filesystem=fs, compression="snappy", metadata_collector=footers)
@@ -855,6 +877,43 @@ class SparkLakehouse:
                               "rerun: the job recomputes in full when its watermark is missing") from e
         finally:
             self.spark.conf.unset(key)
+
+
+def added_actions(lakehouse: Lakehouse, name: str, since_version: int, version: int) -> list[dict] | None:
+    """The add actions (as the log has them: `path` percent-encoded, `stats` JSON text) of the
+    commits `since_version` + 1 .. `version` of table `name`, read from those commits' JSON files;
+    None when one of them removed a file (an overwrite, a delete, a compaction), is gone (log
+    cleanup) or cannot be read, or `since_version` is not a version up to `version`. One small read
+    per commit since: the cost does not grow with the table's history (no snapshot replay at an old
+    version, no listing of every file of the history)."""
+    if since_version < 0 or since_version > version:
+        return None
+    fs, base = _pyarrow_fs(lakehouse.uri(name))
+    added: list[dict] = []
+    for v in range(since_version + 1, version + 1):
+        try:
+            with fs.open_input_stream(f"{base}/_delta_log/{v:020d}.json") as f:
+                text = f.read().decode()
+        except OSError:  # FileNotFoundError too: cleaned up, or not readable
+            return None
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                action = json.loads(line)
+            except ValueError:
+                return None
+            if "remove" in action:
+                return None
+            if "add" in action:
+                added.append(action["add"])
+    return added
+
+
+def added_files(lakehouse: Lakehouse, name: str, since_version: int, version: int) -> set[str] | None:
+    """The paths (percent-decoded) of `added_actions`' files; None where it gives None."""
+    adds = added_actions(lakehouse, name, since_version, version)
+    return None if adds is None else {a["path"] if _is_uri(a["path"]) else urllib.parse.unquote(a["path"]) for a in adds}
 
 
 def _project(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:

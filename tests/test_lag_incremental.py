@@ -203,3 +203,56 @@ def test_a_sum_carried_across_parts_is_the_one_sum(monkeypatch):
         tail = derived_positions(ts[cut:], thr[cut:], (ts[cut - 1], whole[cut - 1]))
         assert whole[cut:].tobytes() == tail.tobytes()
     assert pd.Series(whole).is_monotonic_increasing
+
+
+def quiet_health(instances: int, start: int, scrapes: int) -> pa.Table:
+    """collector_health of ActiveMQ brokers that report no replication (master/slave pairs)."""
+    rows = []
+    for i in range(instances):
+        inst = f"amq-{i}"
+        for k in range(start, start + scrapes):
+            ts = T0 + timedelta(seconds=10 * k, milliseconds=3 * i)
+            rows.append({"obs_key": f"{inst}/{k}", "ts": ts, "obs_date": ts.strftime("%Y-%m-%d"), "kind": "activemq",
+                         "target": inst, "instance": inst, "group_name": f"pair-{i // 2}", "answered": k % 17 != 3,
+                         "items": 1, "items_ok": 1, "items_failed": 0})
+    return pa.Table.from_pylist(rows, schema=contract("collector_health").schema)
+
+
+def test_a_run_without_replication_rows_commits_only_lag_carry_and_equals_the_full_run(tmp_path, spark, monkeypatch):
+    """Parts with no replication row (only scrapes of brokers without lag series) leave replication_lag and
+    replication_findings as they are (no commit) and carry the instances' last scrapes in lag_carry; the
+    run after them goes on incrementally from that lag_carry (its watermark differs from the one the
+    other two outputs' last commits carry: the silver job's moved on); every table, lag_carry too, equals
+    the full run's."""
+    from analysis import lag_increment
+    from analysis.silver import SILVER_JOB
+    from analysis.watermark import Watermark, read_watermark
+
+    silver_version = [0]  # the bronze version silver reflects: one more per part, as in `brokerscope run`
+    monkeypatch.setattr(lag_increment, "read_watermark", lambda lh, job, outputs: Watermark(SILVER_JOB, silver_version[0], "s")
+                        if job == SILVER_JOB else read_watermark(lh, job, outputs))
+    repl, health = generated(2, 4, 60, seed=3)
+    empty = repl.slice(0, 0)
+    parts = [(repl, pa.concat_tables([health, quiet_health(4, 0, 60)])),
+             (empty, quiet_health(4, 60, 5)), (empty, quiet_health(5, 65, 5))]  # a new instance in the third part
+    more = generated(2, 4, 30, seed=4, start=60)
+    parts.append((more[0], pa.concat_tables([more[1], quiet_health(5, 70, 3)])))
+    inc = Lakehouse(tmp_path / "inc")
+    slh = SparkLakehouse(spark, inc)
+    for n, part in enumerate(parts):
+        silver_lakehouse(tmp_path / "inc", [part])
+        silver_version[0] = n
+        before = {t: inc.version(t) for t in (*LAG_TABLES, "lag_carry")}
+        said: list[str] = []
+        run_lag(slh, PARAMS, progress=said.append)
+        after = {t: inc.version(t) for t in before}
+        if n in (1, 2):
+            assert any("no replication rows since the last run" in m for m in said), said
+            assert {t: after[t] for t in LAG_TABLES} == {t: before[t] for t in LAG_TABLES}, said
+            assert after["lag_carry"] == before["lag_carry"] + 1
+        if n == 3:
+            assert any("(incremental" in m and "replication_lag" in m for m in said), said
+        full = silver_lakehouse(tmp_path / f"full{n}", parts[:n + 1])
+        run_lag(SparkLakehouse(spark, full), PARAMS, full=True)
+        assert_incremental_equals_full(inc, full)
+        assert rows_of(inc, "lag_carry") == rows_of(full, "lag_carry"), n
