@@ -16,8 +16,11 @@ conflict checks (an overwrite reads the whole table, so a concurrent append conf
 surviving the overwrite), checksum and post-commit snapshot. Unlike WriteIntoDelta it commits an
 overwrite that adds and removes nothing (a job's watermark on an empty output lands).
 
-Only for writes that change no metadata: a missing table, or a schema that differs from the
-table's (a contract that gained a column), goes through the public writer. These are internal
+A missing table is created in the same transaction (`updateMetadataForNewTable`: the metadata
+WriteIntoDelta would write — every column nullable, the session's table defaults merged, the
+protocol delta-spark picks for it): an analysis into a fresh lakehouse creates ~20 tables, and the
+public writer cost 0.5–1 s more per table than the transaction (BENCHMARKS.md, session 18). A schema
+that differs from the table's (a contract that gained a column) goes through the public writer. These are internal
 Scala APIs (pinned: infra/delta_jars.py); on a delta-spark without them `txn_write` returns None
 and the caller uses the public writer.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
@@ -76,26 +80,52 @@ def _replaced(spark: SparkSession, files, replace_where: str | None, partition_s
     return [f for f in files if key(f) in matched]
 
 
+def _nullable(field_type):
+    """A Spark schema's JSON with every field, array element and map value nullable, as delta-spark
+    stores a new table's schema (SchemaUtils.asNullable)."""
+    if isinstance(field_type, dict):
+        out = {k: _nullable(v) for k, v in field_type.items()}
+        for key in ("nullable", "containsNull", "valueContainsNull"):
+            if key in out:
+                out[key] = True
+        return out
+    if isinstance(field_type, list):
+        return [_nullable(v) for v in field_type]
+    return field_type
+
+
+def _new_table_metadata(jvm, columns: T.StructType, partition_schema: T.StructType):
+    """The Metadata action of a new table in `columns`, partitioned by `partition_schema`'s columns."""
+    return jvm.org.apache.spark.sql.delta.actions.Action.fromJson(json.dumps({"metaData": {
+        "id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(_nullable(json.loads(columns.json()))),
+        "partitionColumns": [f.name for f in partition_schema.fields], "configuration": {},
+        "createdTime": int(time.time() * 1000)}}))
+
+
 def txn_write(spark: SparkSession, uri: str, data: DataFrame | list[dict], *, overwrite: bool,
               schema: T.StructType | None = None, replace_where: str | None = None,
               partition_schema: T.StructType = T.StructType([]), commit_info: dict[str, str] | None = None) -> int | None:
-    """Write to the existing Delta table at `uri` and return the committed version. `data`: a
+    """Write to the Delta table at `uri` (created when missing) and return the committed version. `data`: a
     DataFrame in the table's columns (written by delta-spark's `writeFiles`), or the add actions
     (protocol JSON fields: path relative to the table, partitionValues, size, modificationTime,
     dataChange, stats) of Parquet files already written into the table's folder, whose columns are
     `schema`. overwrite: replace every file, or with `replace_where` (a predicate on the partition
     columns, `partition_schema`; rows already checked against it) the files of the partitions it
-    matches. None when this path does not apply (no table yet, a schema change, a predicate on
-    other columns, APIs missing): use the public writer."""
+    matches. None when this path does not apply (a schema change, a predicate on other columns,
+    APIs missing): use the public writer."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     scala_opt = jvm.scala.Option
     try:
         pair = jvm.org.apache.spark.sql.delta.DeltaLog.forTableWithSnapshot(spark._jsparkSession, uri)  # type: ignore[attr-defined]
         log, snapshot = pair._1(), pair._2()
         columns = data.schema if isinstance(data, DataFrame) else schema
-        if snapshot.version() < 0 or not _same_columns(T.StructType.fromJson(json.loads(snapshot.metadata().schemaString())), columns):
+        new = snapshot.version() < 0
+        if not new and not _same_columns(T.StructType.fromJson(json.loads(snapshot.metadata().schemaString())), columns):
             return None
         txn = log.startTransaction(scala_opt.empty(), scala_opt.apply(snapshot))
+        if new:  # two creators at once: the second commit of version 0 fails (delta-spark's own error)
+            txn.updateMetadataForNewTable(_new_table_metadata(jvm, columns, partition_schema))
         actions = []
         if overwrite:
             removed = _replaced(spark, snapshot_files(spark, snapshot), replace_where, partition_schema)
