@@ -325,15 +325,15 @@ def run_client_shifts(slh, params: ShiftParams, progress=None, commit_info: dict
         sort_keys=True)}
     groups = None if full else groups_to_recompute(slh, events, _seen(slh), fp, events_version, say)
     if groups is None:
-        say("gold client_shifts: all groups")
+        say("gold client_shifts (full)")
         found = client_shifts(events, window_rows(slh, _spans_of(window_spans(events))), params)
         df = slh.spark.createDataFrame(found, CLIENT_SHIFTS.spark_schema())
         return {"client_shifts": slh.write("client_shifts", df, commit_info=info)}
     if not groups:
-        say("gold client_shifts: incremental, no window has new rows")
+        say("gold client_shifts (incremental: no window has new rows)")
         slh.write("client_shifts", slh.read("client_shifts").limit(0), mode="append", commit_info=info)
         return {"client_shifts": slh.lakehouse.count("client_shifts")}
-    say(f"gold client_shifts: incremental, {len(groups)} group(s) recomputed")
+    say(f"gold client_shifts (incremental: {len(groups)} group(s) recomputed)")
     mine = events[events["group_name"].isin(groups)]
     found = client_shifts(mine, window_rows(slh, _spans_of(window_spans(mine))), params)
     kept = slh.read("client_shifts").where(~F.col("group_name").isin(sorted(groups)))

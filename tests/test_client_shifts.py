@@ -206,16 +206,16 @@ def test_incremental_runs_equal_a_full_run_after_every_append(spark, tmp_path): 
         assert snapshot(inc, ("client_shifts",)) == snapshot(full, ("client_shifts",))
         return said[1:]
 
-    assert step(["g1"], range(0, 150)) == ["gold client_shifts: all groups"]  # nothing stored yet
+    assert step(["g1"], range(0, 150)) == ["gold client_shifts (full)"]  # nothing stored yet
     (first,) = inc.read("client_shifts").to_pylist()
     assert first["connections_after"] == 1  # the clients come after the rows so far
-    assert step(None, range(150, 300)) == ["gold client_shifts: incremental, 1 group(s) recomputed"]
+    assert step(None, range(150, 300)) == ["gold client_shifts (incremental: 1 group(s) recomputed)"]
     (moved,) = inc.read("client_shifts").to_pylist()
     assert moved["state"] == "arrived" and moved["connections_after"] == 3
-    assert step(None, range(300, 400)) == ["gold client_shifts: incremental, no window has new rows"]
-    assert step(["g1", "g2"], range(400, 520)) == ["gold client_shifts: incremental, 1 group(s) recomputed"]
+    assert step(None, range(300, 400)) == ["gold client_shifts (incremental: no window has new rows)"]
+    assert step(["g1", "g2"], range(400, 520)) == ["gold client_shifts (incremental: 1 group(s) recomputed)"]
     assert {r["group_name"]: r["state"] for r in inc.read("client_shifts").to_pylist()} == {"g1": "arrived", "g2": "arrived"}
     arrive["g1"] = 200  # broker_state rewritten (a --full silver with better parsing): what it saw is gone
     assert step(None, None, rewrite=True) == ["gold client_shifts: broker_state was rewritten, recomputing",
-                                              "gold client_shifts: all groups"]
-    assert step(None, range(700, 720)) == ["gold client_shifts: incremental, no window has new rows"]  # what it saw: recorded
+                                              "gold client_shifts (full)"]
+    assert step(None, range(700, 720)) == ["gold client_shifts (incremental: no window has new rows)"]  # what it saw: recorded
