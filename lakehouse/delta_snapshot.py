@@ -25,6 +25,7 @@ public reader.
 
 from __future__ import annotations
 
+import collections
 import logging
 
 from py4j.protocol import Py4JError, Py4JJavaError
@@ -45,14 +46,32 @@ def _snapshot(spark: SparkSession, uri: str, version: int | None):
     return log, log.getSnapshotAt(version, none, none, False)
 
 
+# (Spark application, path, version, table id, commit time) → (AddFiles, how many)
+_FILES: collections.OrderedDict = collections.OrderedDict()
+_FILES_KEPT = 50_000  # AddFiles held in all (~1 KB each with statistics: ~50 MB of a 1 g driver)
+
+
 def snapshot_files(spark: SparkSession, snapshot):
     """The snapshot's AddFiles (a Scala Seq): its checksum's list when it has one (no Spark job),
-    else its log replay."""
+    else its log replay — a Spark job or three, kept per version (up to `_FILES_KEPT` files in
+    all, least recently used out) so reading one version of a table that has no file list in its checksum
+    (written by delta-rs, or more than allFilesInCrc.thresholdNumFiles files) several times in a
+    run replays its log once. A version is immutable; the table id and the version's commit time
+    tell a table deleted and created again at the same path from the old one."""
     crc = snapshot.checksumOpt()
     if crc.isDefined() and crc.get().allFiles().isDefined():
         return crc.get().allFiles().get()
+    key = (spark.sparkContext.applicationId, str(snapshot.path()), snapshot.version(), snapshot.metadata().id(),
+           snapshot.timestamp())
+    if key in _FILES:
+        _FILES.move_to_end(key)
+        return _FILES[key][0]
     listed = snapshot.allFiles().collectAsList()
-    return spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(listed).toSeq()  # type: ignore[attr-defined]
+    files = spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(listed).toSeq()  # type: ignore[attr-defined]
+    _FILES[key] = (files, listed.size())
+    while len(_FILES) > 1 and sum(n for _, n in _FILES.values()) > _FILES_KEPT:
+        _FILES.popitem(last=False)
+    return files
 
 
 def pinned_frame(spark: SparkSession, uri: str, version: int | None = None) -> DataFrame | None:

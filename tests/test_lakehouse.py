@@ -463,6 +463,40 @@ def test_native_reads_pin_one_snapshot_and_plan_no_delta_job(spark, lh):  # noqa
     assert delta_jobs_in_group(spark, group) == []
 
 
+def test_native_reads_of_a_delta_rs_table_replay_its_log_once_per_version(spark, lh):  # noqa: F811
+    """A table delta-rs wrote has no file list in a checksum: the first native read of a version
+    replays its log (Spark jobs), later reads of that version reuse the list; a new version, and the
+    same version of a table deleted and written again at the same path, are read afresh."""
+    if not delta_native_available(spark):
+        pytest.skip("delta_native_available(spark) is False: delta-spark's JVM classes are not on the classpath")
+    nl = SparkLakehouse(spark, lh, mode="native")
+    rows = make_rows("bronze_jolokia", 12)
+
+    def jobs_of_reading(group: str) -> int:
+        spark.sparkContext.setJobGroup(group, "native reads of a delta-rs table")
+        try:
+            frame = nl.read("bronze_jolokia")
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        seq = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+        return frame, sum(1 for i in range(seq.size()) if seq.apply(i).jobGroup().isDefined()
+                          and seq.apply(i).jobGroup().get() == group)
+
+    lh.append("bronze_jolokia", rows[:7])
+    first, jobs = jobs_of_reading("native-rs-read-1")
+    assert jobs > 0 and first.count() == 7  # the log replayed
+    again, jobs = jobs_of_reading("native-rs-read-2")
+    assert jobs == 0 and again.count() == 7
+    lh.append("bronze_jolokia", rows[7:])
+    newer, jobs = jobs_of_reading("native-rs-read-3")
+    assert jobs > 0 and newer.count() == 12
+    shutil.rmtree(lh.uri("bronze_jolokia"))
+    lh.append("bronze_jolokia", rows[:3])
+    lh.append("bronze_jolokia", rows[3:5])  # version 1 again, of another table
+    other, jobs = jobs_of_reading("native-rs-read-4")
+    assert other.count() == 5
+
+
 # --- Spark bridge ---------------------------------------------------------------------------------
 
 
