@@ -117,6 +117,12 @@ def _with_delta(settings: dict[str, str], delta: str) -> None:
     # analysis tick, so that was +0.2 s per write on average (BENCHMARKS.md). Every version has its
     # `.crc` (file list, protocol, metadata), so reads replay no log; 100 is delta-rs's interval.
     settings.setdefault(DELTA_TABLE_DEFAULTS + "checkpointInterval", "100")
+    # Each commit's `.crc` lists every file of the table only up to 50 files (delta-spark's default);
+    # past that, the first read of each new version replays the log in 1–3 Spark jobs, and the
+    # partitioned series pass 50 files within a day of ticks. Listing up to 10,000 costs a few MB
+    # of JSON per commit (computed incrementally from the previous `.crc`, no job) and saves the
+    # replay on every tick's reads (BENCHMARKS.md, session 18).
+    settings.setdefault("spark.databricks.delta.allFilesInCrc.thresholdNumFiles", "10000")
 
 
 def _local_cores(master: str) -> int:
