@@ -42,7 +42,7 @@ from analysis import frames as frames_module
 from analysis import runs as runs_module
 from analysis.frames import days_spanned, merged_spans, ts_within
 from analysis.runs import contract_frame, fmt_ts, seconds, utc_ns
-from analysis.watermark import fingerprint, pinned_read
+from analysis.watermark import commit_entry, fingerprint, pinned_read
 from lakehouse.tables import CLIENT_SHIFTS
 
 CLIENT_SHIFTS_JOB = "client-shifts"  # the job's name in analysis/runner.py
@@ -249,13 +249,7 @@ def _seen(slh) -> dict | None:
     last = dt.history(limit=1) if dt is not None else []
     if not last:
         return None
-    info = last[0]
-    raw = info.get(SEEN_KEY)
-    if raw is None and isinstance(info.get("userMetadata"), str):  # delta-spark keeps commit_info there
-        try:
-            raw = json.loads(info["userMetadata"]).get(SEEN_KEY)
-        except (ValueError, AttributeError):
-            raw = None
+    raw = commit_entry(last[0], SEEN_KEY)
     try:
         return json.loads(raw) if raw else None
     except ValueError:

@@ -78,7 +78,7 @@ from analysis.mirror_lag import MIRROR_FLOW, mirror_observations
 from analysis.runs import contract_frame, utc_ns
 from analysis.silver import SILVER_JOB
 from analysis.readiness import READINESS_JOB, READINESS_TABLES
-from analysis.watermark import Watermark, _from_commit, fingerprint, read_watermark
+from analysis.watermark import Watermark, _from_commit, commit_entry, fingerprint, read_watermark
 from analysis.zookeeper import round_ids
 from lakehouse.spark import Appended, added_actions
 from lakehouse.store import _pyarrow_fs
@@ -498,16 +498,6 @@ def kept_findings(stored: pd.DataFrame, touched: set[tuple], groups: list[str], 
 OUTPUT_VERSIONS = "brokerscope.lag_outputs"
 
 
-def _commit_entry(info: dict, key: str) -> str | None:
-    raw = info.get(key)
-    if raw is None and isinstance(info.get("userMetadata"), str):  # delta-spark keeps commit_info there
-        try:
-            raw = json.loads(info["userMetadata"]).get(key)
-        except (ValueError, AttributeError):
-            raw = None
-    return raw
-
-
 def stored_mark(lakehouse) -> Watermark | None:
     """The lag job's watermark: lag_carry's latest commit's, when replication_lag and replication_findings
     are as that run left them — their latest commits carry the same watermark (the run wrote them), or
@@ -525,7 +515,7 @@ def stored_mark(lakehouse) -> Watermark | None:
     if mark is None or mark.job != LAG_JOB:
         return None
     try:
-        outputs = json.loads(_commit_entry(info, OUTPUT_VERSIONS) or "null")
+        outputs = json.loads(commit_entry(info, OUTPUT_VERSIONS) or "null")
     except ValueError:
         outputs = None
     for t in LAG_TABLES:

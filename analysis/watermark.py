@@ -50,13 +50,20 @@ def fingerprint(*parts: object, sources: Iterable[str | Path] = ()) -> str:
     return h.hexdigest()[:16]
 
 
-def _from_commit(info: dict) -> Watermark | None:
-    raw = info.get(KEY)
-    if raw is None and isinstance(info.get("userMetadata"), str):  # delta-spark keeps it there
+def commit_entry(info: dict, key: str) -> str | None:
+    """A string a job recorded in a commit (SparkLakehouse.write's commit_info): a top-level field
+    of the commit's info (delta-rs), or a key of its userMetadata JSON (delta-spark)."""
+    raw = info.get(key)
+    if raw is None and isinstance(info.get("userMetadata"), str):
         try:
-            raw = json.loads(info["userMetadata"]).get(KEY)
+            raw = json.loads(info["userMetadata"]).get(key)
         except (ValueError, AttributeError):
             raw = None
+    return raw
+
+
+def _from_commit(info: dict) -> Watermark | None:
+    raw = commit_entry(info, KEY)
     try:
         return Watermark(**json.loads(raw)) if raw else None
     except (TypeError, ValueError):
