@@ -45,7 +45,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.fs as pafs
