@@ -56,6 +56,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from analysis import runs as runs_module
+from analysis.frames import days_spanned
 from analysis.runs import (contract_frame, fmt_ts, latest_of, observed_certainty, other_state_words, run_bounds, seconds,
                            stable_id, true_runs, unobserved_note, utc_ns)
 from analysis.watermark import Watermark, fingerprint, pinned_read, read_watermark
@@ -654,7 +655,7 @@ def resumed_risks(slh, plan: dict[str, tuple], carry: pd.DataFrame, old: pd.Data
     from its read-from time (a CONTEXT_MISSING row for a group where only a full run is exact)."""
     lo = min(read_from for _, read_from in plan.values())
     hi = max(pd.Timestamp(carry["last_ts"].max()), lo)
-    days = list(pd.date_range(lo.floor("D"), hi.floor("D"), freq="D").strftime("%Y-%m-%d"))  # obs_date: ts's UTC day
+    days = days_spanned([(lo.value // 1000, hi.value // 1000)])  # obs_date: ts's UTC day
     cut = F.broadcast(slh.spark.createDataFrame([(g, read_from.value // 1000) for g, (_, read_from) in plan.items()],
                                                 "group_name string, read_from long")
                       .select("group_name", F.timestamp_micros("read_from").alias("read_from")))
