@@ -59,12 +59,10 @@ bronze_kafka, new facts that join the last stored round.
 from __future__ import annotations
 
 import json
-import urllib.parse
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -80,8 +78,7 @@ from analysis.silver import SILVER_JOB
 from analysis.readiness import READINESS_JOB, READINESS_TABLES
 from analysis.watermark import Watermark, _from_commit, commit_entry, fingerprint, read_watermark
 from analysis.zookeeper import round_ids
-from lakehouse.spark import Appended, added_actions
-from lakehouse.store import _pyarrow_fs
+from lakehouse.spark import Appended, added_actions, added_rows, read_added
 from lakehouse.tables import LAG_CARRY, REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
 
 OUTPUTS = (*LAG_TABLES, "lag_carry")
@@ -553,9 +550,9 @@ def lag_quiet(slh, mark: Watermark, versions: dict, carry: pd.DataFrame, inputs:
     if any(a is None or any(x.get("deletionVector") for x in a) for a in added.values()):
         return None
     try:
-        if sum(_rows(lh, "replication_stats", a) for a in added["replication_stats"]):
+        if sum(added_rows(lh, "replication_stats", a) for a in added["replication_stats"]):
             return None
-        health = _read_added(lh, "collector_health", added["collector_health"], ["instance", "ts"])
+        health = _instances_and_ts(read_added(lh, "collector_health", added["collector_health"], ["instance", "ts"]))
     except (OSError, pa.ArrowException, KeyError):
         return None
     if health.column("instance").null_count:
@@ -577,24 +574,10 @@ def lag_quiet(slh, mark: Watermark, versions: dict, carry: pd.DataFrame, inputs:
     return {t: lh.count(t) for t in LAG_TABLES}
 
 
-def _rows(lh, name: str, add: dict) -> int:
-    stats = add.get("stats")
-    if stats:
-        n = json.loads(stats).get("numRecords")
-        if n is not None:
-            return int(n)
-    fs, base = _pyarrow_fs(lh.uri(name))
-    return pq.read_metadata(f"{base}/{urllib.parse.unquote(add['path'])}", filesystem=fs).num_rows
-
-
-def _read_added(lh, name: str, adds: list[dict], columns: list[str]) -> pa.Table:
-    """instance and ts (ns since the epoch, UTC) of the files `adds` added, read with pyarrow."""
-    fs, base = _pyarrow_fs(lh.uri(name))
+def _instances_and_ts(files: list[pa.Table]) -> pa.Table:
+    """instance and ts (ns since the epoch, UTC) of collector_health files read by read_added."""
     parts = []
-    for a in adds:
-        if "://" in a["path"]:
-            raise KeyError(a["path"])  # absolute paths (shallow clones): not read here
-        t = pq.read_table(f"{base}/{urllib.parse.unquote(a['path'])}", columns=columns, filesystem=fs)
+    for t in files:
         ts = t.column("ts")  # UTC instants (a naive type, e.g. INT96: the same numbers)
         parts.append(pa.table({"instance": t.column("instance").cast(pa.string()),
                                "ts": ts.cast(pa.timestamp("ns", ts.type.tz)).cast(pa.int64())}))

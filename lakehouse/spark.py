@@ -910,6 +910,31 @@ def added_actions(lakehouse: Lakehouse, name: str, since_version: int, version: 
     return added
 
 
+def added_rows(lakehouse: Lakehouse, name: str, add: dict) -> int:
+    """Rows in the file an add action (added_actions) added: its statistics' numRecords, else the
+    file's Parquet footer."""
+    stats = add.get("stats")
+    if stats:
+        n = json.loads(stats).get("numRecords")
+        if n is not None:
+            return int(n)
+    fs, base = _pyarrow_fs(lakehouse.uri(name))
+    return pq.read_metadata(f"{base}/{urllib.parse.unquote(add['path'])}", filesystem=fs).num_rows
+
+
+def read_added(lakehouse: Lakehouse, name: str, adds: list[dict], columns: list[str]) -> list[pa.Table]:
+    """`columns` of the files the add actions `adds` (added_actions) added, one table per file, read
+    by pyarrow (no Spark; the partition columns are not in the files). KeyError for an absolute
+    path (a shallow clone's files: not read here)."""
+    fs, base = _pyarrow_fs(lakehouse.uri(name))
+    tables = []
+    for a in adds:
+        if "://" in a["path"]:
+            raise KeyError(a["path"])
+        tables.append(pq.read_table(f"{base}/{urllib.parse.unquote(a['path'])}", columns=columns, filesystem=fs))
+    return tables
+
+
 def added_files(lakehouse: Lakehouse, name: str, since_version: int, version: int) -> set[str] | None:
     """The paths (percent-decoded) of `added_actions`' files; None where it gives None."""
     adds = added_actions(lakehouse, name, since_version, version)
