@@ -61,7 +61,7 @@ from infra import delta_jars
 from lakehouse.delta_files import delta_stats, partition_string, partition_values_from_path
 from lakehouse.delta_snapshot import pinned_frame
 from lakehouse.delta_txn import partitions_matching, txn_write
-from lakehouse.store import BRIDGE_STAGING_RE, Lakehouse, LakehouseError, _first_line, _pyarrow_fs
+from lakehouse.store import BRIDGE_STAGING_RE, Lakehouse, LakehouseError, _first_line, _pyarrow_fs, partition_predicate
 from lakehouse.tables import TableContract, contract
 from lakehouse.spark_session import (  # noqa: F401  re-exported: lakehouse.spark is the jobs' one import
     DELTA_EXTENSION,
@@ -233,23 +233,27 @@ class SparkLakehouse:
             return _project(self._to_contract(c, self._native_read(name, version)), columns)
         return self._bridge_read(c, dt, columns=columns)
 
-    def read_partitions(self, name: str, column: str, values: Sequence[str],
+    def read_partitions(self, name: str, column: str | Sequence[str], values: Sequence,
                         columns: Sequence[str] | None = None) -> DataFrame:
         """The current snapshot's rows of the partitions whose partition column `column` is one of
-        `values`: the bridge reads only those partitions' files, native delta-spark prunes them by
-        the same predicate."""
+        `values` (several columns: `values` are tuples, e.g. (obs_date, obs_hour) pairs): the bridge
+        reads only those partitions' files, native delta-spark prunes them by the same predicate."""
         c = contract(name)
-        if column not in c.partition_by:
-            raise ValueError(f"{column!r} is not a partition column of {name} ({', '.join(c.partition_by) or 'none'})")
+        names = [column] if isinstance(column, str) else list(column)
+        unknown = [n for n in names if n not in c.partition_by]
+        if unknown:
+            raise ValueError(f"{', '.join(map(repr, unknown))} not a partition column of {name} "
+                             f"({', '.join(c.partition_by) or 'none'})")
+        wanted = {(v,) if isinstance(column, str) else tuple(v) for v in values}
         dt = self.lakehouse._open(name)
-        wanted = sorted(set(values))
         if dt is None or not wanted:
             return _project(self._empty(c), columns)
         if self.mode == "native":
-            return _project(self._to_contract(c, self._native_read(name, None)).where(F.col(column).isin(wanted)), columns)
+            return _project(self._to_contract(c, self._native_read(name, None)).where(partition_predicate(names, wanted)),
+                            columns)
         adds = pa.table(dt.get_add_actions(flatten=True))
-        keep = {p for p, v in zip(adds.column("path").to_pylist(), adds.column(f"partition.{column}").to_pylist())
-                if v in set(wanted)}
+        stored = zip(*(adds.column(f"partition.{n}").to_pylist() for n in names))
+        keep = {p for p, key in zip(adds.column("path").to_pylist(), stored) if key in wanted}
         return self._bridge_read(c, dt, keep, columns)
 
     def read_appended(self, name: str, since_version: int, columns: Sequence[str] | None = None) -> Appended | None:
@@ -305,9 +309,25 @@ class SparkLakehouse:
             raise ValueError("replace_where only makes sense with mode='overwrite'")
         sdf = self._conform(c, df, replace_where)
         dt = self.lakehouse._open(name)
+        relayout = self._relayout(c, dt, mode, replace_where)
         if self.mode == "native":
-            return self._native_write(c, dt, sdf, mode, replace_where, commit_info)
-        return self._bridge_write(c, dt, sdf, mode, replace_where, commit_info)
+            return self._native_write(c, dt, sdf, mode, replace_where, commit_info, relayout)
+        return self._bridge_write(c, dt, sdf, mode, replace_where, commit_info, relayout)
+
+    def _relayout(self, c: TableContract, dt: DeltaTable | None, mode: str, replace_where: str | None) -> bool:
+        """Does this write change the stored table's partitioning to the contract's (a contract whose
+        partitioning changed, e.g. broker_minutes gaining obs_hour)? Only a whole-table overwrite may:
+        an append or a replace_where would put files of two layouts into one table."""
+        stored = None if dt is None else list(dt.metadata().partition_columns)
+        if stored is None or stored == list(c.partition_by):
+            return False
+        if mode != "overwrite" or replace_where:
+            raise self._error(
+                c, f"the stored table is partitioned by ({', '.join(stored)}), the contract by "
+                   f"({', '.join(c.partition_by)}): an {'append' if mode == 'append' else 'overwrite of some partitions'} "
+                   "would mix the two layouts",
+                "rewrite the whole table (its job's full run, e.g. `brokerscope analyze -c CFG --full`)")
+        return True
 
     def write_arrow(self, name: str, table: pa.Table, commit_info: dict[str, str] | None = None) -> int:
         """Replace table `name` with a small result held in Arrow on the driver (an incremental run's
@@ -584,7 +604,8 @@ class SparkLakehouse:
         return files.filter(pa.array([k in matched for k in keys], pa.bool_()))
 
     def _bridge_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame | pa.Table, mode: str,
-                      replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
+                      replace_where: str | None, commit_info: dict[str, str] | None = None,
+                      relayout: bool = False) -> int:
         uri = self.lakehouse.uri(c.name)
         if dt is not None:
             self._check_bridge_writable(c, dt)
@@ -613,10 +634,12 @@ class SparkLakehouse:
                 **(commit_info or {}),
             })
             schema = DeltaSchema.from_arrow(c.schema)
-            if dt is None:
+            if dt is None or relayout:
+                # a new partitioning is a new table's metadata: delta-rs' overwrite transaction would
+                # keep the old partition columns beside the new schema (a table no reader can open)
                 create_table_with_add_actions(
-                    uri, schema, adds, mode="error", partition_by=part or None, name=c.name,
-                    description=c.doc[:4000], storage_options=self.lakehouse.storage_options,
+                    uri, schema, adds, mode="overwrite" if relayout else "error", partition_by=part or None,
+                    name=c.name, description=c.doc[:4000], storage_options=self.lakehouse.storage_options,
                     commit_properties=props)
             elif mode == "append":
                 dt.create_write_transaction(adds, "append", schema, part or None, commit_properties=props)
@@ -767,10 +790,12 @@ class SparkLakehouse:
         return reader.load(uri)
 
     def _native_write(self, c: TableContract, dt: DeltaTable | None, sdf: DataFrame, mode: str,
-                      replace_where: str | None, commit_info: dict[str, str] | None = None) -> int:
+                      replace_where: str | None, commit_info: dict[str, str] | None = None,
+                      relayout: bool = False) -> int:
         if dt is None:  # a new table replaces nothing: an overwrite would still plan Delta's empty file list
             mode, replace_where = "append", None
-        if not c.partition_by:  # results (events, intervals, findings): thousands of rows, through the driver
+        via_txn = not relayout  # the transaction writes files in the table's stored partitioning
+        if via_txn and not c.partition_by:  # results (events, intervals, findings): thousands of rows, through the driver
             try:
                 table = sdf.toArrow()
             except Exception as e:  # noqa: BLE001 - a row the contract refuses (raise_error in _conform)
@@ -779,7 +804,7 @@ class SparkLakehouse:
             rows = self._native_arrow_write(c, table.cast(c.schema), mode, commit_info)
             if rows is not None:
                 return rows
-        else:
+        elif via_txn:
             try:
                 pschema = T.StructType([f for f in spark_schema(c).fields if f.name in c.partition_by])
                 version = txn_write(self.spark, self._spark_uri(c.name), sdf, overwrite=mode == "overwrite",
@@ -796,6 +821,8 @@ class SparkLakehouse:
             w = w.option("replaceWhere", replace_where)
         if c.partition_by:
             w = w.partitionBy(*c.partition_by)
+        if relayout:  # delta-spark refuses another partitioning without it
+            w = w.option("overwriteSchema", "true")
         try:
             w.save(self._spark_uri(c.name))
         except Exception as e:  # noqa: BLE001

@@ -122,7 +122,7 @@ def _quote_ident(name: str) -> str:
     return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
 
 
-def _partition_predicate(columns: Sequence[str], tuples: Iterable[tuple], prefix: str = "") -> str | None:
+def partition_predicate(columns: Sequence[str], tuples: Iterable[tuple], prefix: str = "") -> str | None:
     """`(a = 1 AND b = 'x') OR ...` — or `a IN (...)` for one column — for the given partitions;
     `prefix` qualifies the columns (e.g. "t.")."""
     tuples = sorted(set(tuples), key=lambda t: tuple((v is None, str(v)) for v in t))
@@ -326,6 +326,13 @@ class Lakehouse:
                 arrays.append(pa.nulls(n, f.type))
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
+    def partition_columns(self, name: str) -> list[str] | None:
+        """The partition columns of the stored table, from its Delta metadata (they can differ from
+        the contract's when the contract changed after the table was written); None when there is
+        no table."""
+        dt = self._open(name)
+        return None if dt is None else list(dt.metadata().partition_columns)
+
     def count(self, name: str) -> int:
         dt = self._open(name)
         return 0 if dt is None else self._call(name, "count", dt.count)
@@ -393,12 +400,12 @@ class Lakehouse:
         part = list(c.partition_by)
         distinct = tbl.select(part).group_by(part, use_threads=False).aggregate([]) if part else None
         touched_parts = list(zip(*(distinct.column(p).to_pylist() for p in part))) if part else []
-        touched = _partition_predicate(part, touched_parts)
+        touched = partition_predicate(part, touched_parts)
         if strategy == "merge":
             cond = " AND ".join(f"t.{_quote_ident(k)} = s.{_quote_ident(k)}" for k in keys + [p for p in part if p not in keys])
             if touched:
                 # partition literals let delta-rs prune the target files it has to scan
-                cond += " AND (" + _partition_predicate(part, touched_parts, prefix="t.") + ")"
+                cond += " AND (" + partition_predicate(part, touched_parts, prefix="t.") + ")"
 
             def merge() -> dict:
                 return (

@@ -1417,11 +1417,15 @@ BROKER_MINUTES = TableContract(
         "timeline wider than `max_points` minutes reads ~1,440 rows per instance and day here instead of "
         "every observation). Only observations: a minute without any has no row (unknown, never zero), "
         "and a row's values are exact for the observations of that minute (their obs_date and minute). "
-        "States as `OBSERVED_STATES` in lakehouse/tables.py. Recomputed, per obs_date partition, for the "
-        "minutes new broker_state rows fall in (incremental, from the job's watermark: broker_state's version)."
+        "States as `OBSERVED_STATES` in lakehouse/tables.py. Partitioned by obs_date and the UTC hour of "
+        "`minute` (obs_hour): the incremental run (from the job's watermark: broker_state's version) recomputes "
+        "the minutes new broker_state rows fall in and replaces only the hours they touch (at most 60 rows per "
+        "instance each), not their whole day. A table stored with another partitioning (obs_date alone, before "
+        "obs_hour) is rebuilt in full from broker_state by the next run."
     ),
     columns=(
-        _c("obs_date", pa.string(), "obs_date of the observations (the partition column)", False),
+        _c("obs_date", pa.string(), "obs_date of the observations (the first partition column)", False),
+        _c("obs_hour", pa.int32(), "UTC hour of `minute`, 0-23 (the second partition column)", False),
         _c("minute", TS, "start of the UTC minute", False),
         _c("kind", pa.string(), "broker kind", False),
         _c("group_name", pa.string(), "HA group", False),
@@ -1443,7 +1447,7 @@ BROKER_MINUTES = TableContract(
         _c("dequeued_max", pa.int64(), "largest `total_dequeued` observed; null when none"),
     ),
     keys=("obs_date", "kind", "group_name", "instance", "minute"),
-    partition_by=("obs_date",),
+    partition_by=("obs_date", "obs_hour"),
     written_by="analysis.minutes (brokerscope analyze)",
 )
 
