@@ -74,12 +74,12 @@ from analysis.lag import (LAG_FLOWS, LAG_JOB, LAG_TABLES, SERIES_KEY, LagParams,
                           instance_lag_carried, readiness_findings, series_findings_carried, series_key)
 from analysis.mirror_lag import MIRROR_FLOW, mirror_observations
 from analysis.runs import contract_frame, utc_ns
-from analysis.silver import SILVER_JOB
+from analysis.silver import silver_watermark
 from analysis.readiness import READINESS_JOB, READINESS_TABLES
-from analysis.watermark import Watermark, _from_commit, commit_entry, fingerprint, read_watermark
+from analysis.watermark import Watermark, anchor_info, anchored_watermark, fingerprint, read_watermark
 from analysis.zookeeper import round_ids
 from lakehouse.spark import Appended, added_actions, added_rows, read_added
-from lakehouse.tables import LAG_CARRY, REPLICATION_FINDINGS, REPLICATION_LAG, SILVER_FROM_JOLOKIA
+from lakehouse.tables import LAG_CARRY, REPLICATION_FINDINGS, REPLICATION_LAG
 
 OUTPUTS = (*LAG_TABLES, "lag_carry")
 SILVER_INPUTS = ("replication_stats", "collector_health", "broker_state")
@@ -319,7 +319,7 @@ def run_lag(slh, params: LagParams, progress=None, full: bool = False) -> dict[s
     incremental from the carries when that is exact, else (or with `full`) recomputed whole."""
     say = progress or (lambda m: None)
     fp = code_fingerprint(params)
-    silver = read_watermark(slh.lakehouse, SILVER_JOB, SILVER_FROM_JOLOKIA)
+    silver = silver_watermark(slh.lakehouse)
     mark = Watermark(LAG_JOB, -1 if silver is None else silver.input_version, fp)
     versions = _versions(slh)
     stored = stored_mark(slh.lakehouse)
@@ -497,37 +497,15 @@ OUTPUT_VERSIONS = "brokerscope.lag_outputs"
 
 def stored_mark(lakehouse) -> Watermark | None:
     """The lag job's watermark: lag_carry's latest commit's, when replication_lag and replication_findings
-    are as that run left them — their latest commits carry the same watermark (the run wrote them), or
-    they are still at the versions that commit recorded (it did not need to). Else None: another writer,
-    or a run stopped between two outputs (then the next run is a full one)."""
-    def last(name: str) -> tuple[int | None, dict]:
-        dt = lakehouse._open(name)
-        if dt is None:
-            return None, {}
-        h = dt.history(limit=1)
-        return dt.version(), (h[0] if h else {})
-
-    _v, info = last("lag_carry")
-    mark = _from_commit(info)
-    if mark is None or mark.job != LAG_JOB:
-        return None
-    try:
-        outputs = json.loads(commit_entry(info, OUTPUT_VERSIONS) or "null")
-    except ValueError:
-        outputs = None
-    for t in LAG_TABLES:
-        version, last_info = last(t)
-        if _from_commit(last_info) != mark and (not isinstance(outputs, dict) or version is None or outputs.get(t) != version):
-            return None
-    return mark
+    are as that run left them (analysis.watermark.anchored_watermark)."""
+    return anchored_watermark(lakehouse, LAG_JOB, "lag_carry", LAG_TABLES, OUTPUT_VERSIONS)
 
 
 def _write_carry(slh, carries: pd.DataFrame, info: dict) -> None:
     """lag_carry, last of the run's outputs, with the watermark and the versions of the other two."""
-    outputs = {t: slh.lakehouse.version(t) for t in LAG_TABLES}
     table = pa.Table.from_pandas(contract_frame(carries, LAG_CARRY), preserve_index=False).select(
         LAG_CARRY.column_names).cast(LAG_CARRY.schema, safe=False)
-    slh.write_arrow("lag_carry", table, commit_info={**info, OUTPUT_VERSIONS: json.dumps(outputs, sort_keys=True)})
+    slh.write_arrow("lag_carry", table, commit_info=anchor_info(slh.lakehouse, info, LAG_TABLES, OUTPUT_VERSIONS))
 
 
 # --- a tick without replication input ---------------------------------------------------------------------

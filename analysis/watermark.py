@@ -81,6 +81,39 @@ def read_watermark(lakehouse: Lakehouse, job: str, outputs: Sequence[str]) -> Wa
     return mark if mark is not None and mark.job == job else None
 
 
+def anchored_watermark(lakehouse: Lakehouse, job: str, anchor: str, outputs: Sequence[str], key: str) -> Watermark | None:
+    """The watermark of a job that commits an output only when it has rows for it: `anchor`'s
+    latest commit's (the state table the job writes last, every run), when each of `outputs` is as
+    that run left it — its latest commit carries the same watermark (the run wrote it), or it is
+    still at the version the anchor's commit recorded under `key` (the run had nothing for it).
+    Else None: another writer, or a run stopped between two outputs (the next run is a full one)."""
+    def last(name: str) -> tuple[int | None, dict]:
+        dt = lakehouse._open(name)
+        if dt is None:
+            return None, {}
+        h = dt.history(limit=1)
+        return dt.version(), (h[0] if h else {})
+
+    _v, info = last(anchor)
+    mark = _from_commit(info)
+    if mark is None or mark.job != job:
+        return None
+    try:
+        versions = json.loads(commit_entry(info, key) or "null")
+    except ValueError:
+        versions = None
+    for t in outputs:
+        version, last_info = last(t)
+        if _from_commit(last_info) != mark and (not isinstance(versions, dict) or version is None or versions.get(t) != version):
+            return None
+    return mark
+
+
+def anchor_info(lakehouse: Lakehouse, info: dict[str, str], outputs: Sequence[str], key: str) -> dict[str, str]:
+    """The anchor's commit info: `info` (the watermark's), and under `key` the versions `outputs` are at now."""
+    return {**info, key: json.dumps({t: lakehouse.version(t) for t in outputs}, sort_keys=True)}
+
+
 def pinned_read(slh, name: str, columns: Sequence[str] | None = None) -> tuple[DataFrame, int]:
     """The table at its current version, and that version (-1: no table yet)."""
     version = slh.lakehouse.version(name)

@@ -516,6 +516,14 @@ def set_up(args, say, fleet, cfg, lh, root, hist_ticks, silver_ticks, hist_end_m
             c = contract(table)
             write_deltalake(lh.uri(table), c.schema.empty_table(), mode="append", partition_by=list(c.partition_by),
                             commit_properties=CommitProperties(custom_metadata=mark.commit_info()))
+    # the silver job's carry, which anchors its watermark: no bronze before the tail (no skew samples), every
+    # instance's group configured (nothing to carry of broker_state)
+    from analysis.silver import OUTPUT_VERSIONS
+    from analysis.silver_carry import Carry, carry_table
+    from analysis.watermark import anchor_info
+    write_deltalake(lh.uri("silver_carry"), carry_table(Carry()), mode="overwrite",
+                    commit_properties=CommitProperties(custom_metadata=anchor_info(lh, mark.commit_info(), SILVER_FROM_JOLOKIA,
+                                                                                   OUTPUT_VERSIONS)))
     gen_s = time.perf_counter() - t
     say(f"history written in {gen_s:.1f} s: " + ", ".join(f"{k_} {v:,}" for k_, v in written.items()))
 

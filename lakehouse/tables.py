@@ -666,6 +666,33 @@ SPINE_CARRY = TableContract(
     written_by="analysis.spine",
 )
 
+SILVER_CARRY = TableContract(
+    name="silver_carry",
+    layer="state",
+    doc=(
+        "What the silver job needs of the stored rows to append the silver rows of new bronze_jolokia "
+        "rows exactly as a full run would (analysis/silver_carry.py), without reading them back. One row "
+        "per `scope`: `target` (its last bronze row, its clock skew samples so far and the last "
+        "SKEW_WINDOW of them: the running median's context, analysis/clock_skew.py) and `instance` (its "
+        "last broker_state row and its last row whose group was derived from data: what "
+        "fill_derived_groups needs from before). Written last in every silver run; its commit carries "
+        "the watermark and the versions the run left broker_state, destination_stats, "
+        "replication_stats and collector_health at (a run commits only the tables it has rows for)."
+    ),
+    columns=(
+        _c("scope", pa.string(), "target | instance", False),
+        _c("name", pa.string(), "the target's or the instance's name", False),
+        _c("last_us", pa.int64(), "target: µs of its last bronze row (collector clock); instance: of its last broker_state row"),
+        _c("samples", pa.int64(), "target: its answered scrapes (clock skew samples) so far"),
+        _c("window", pa.string(), "target: JSON [[µs, sample], …], its last SKEW_WINDOW samples, oldest first "
+           "(floats as Python's repr, so they come back to the bit)"),
+        _c("derived_us", pa.int64(), "instance: µs of its last row with a group derived from data (null: none)"),
+        _c("derived_group", pa.string(), "instance: that row's group"),
+    ),
+    keys=("scope", "name"),
+    written_by="analysis.silver",
+)
+
 HA_IDENTITY_SIGHTINGS = TableContract(
     name="ha_identity_sightings",
     layer="state",
@@ -1529,6 +1556,7 @@ TABLES: dict[str, TableContract] = {
         SPLIT_BRAIN_WINDOWS,
         HA_GROUP_CHECKS,
         SPINE_CARRY,
+        SILVER_CARRY,
         HA_IDENTITY_SIGHTINGS,
         BRONZE_GC_LINES,
         GC_EVENTS,
