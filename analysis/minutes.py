@@ -4,10 +4,11 @@ connections, counters), the dashboard's long views read these instead of every o
 `broker_minutes` is the pure DataFrame → DataFrame step. A minute's row is a function of that
 minute's observations alone (key: obs_date, kind, group, instance, minute), so `run_minutes`,
 from the job's watermark (broker_state's version), recomputes only the minutes new broker_state
-rows fall in: it reads those minutes' rows (pruned by obs_date partition and by time), keeps the
-stored rows of every other minute of the (obs_date, obs_hour) partitions it rewrites, and replaces
-those partitions: a tick of `brokerscope run` rewrites the current hour (at most 60 rows per
-instance), not the current day (up to 1,440 per instance). When broker_state was rewritten since
+rows fall in: it reads those minutes' rows (from the files of their days whose ts statistics
+overlap them, not the whole day), keeps the stored rows of every other minute of the
+(obs_date, obs_hour) partitions it rewrites, and replaces those partitions: a tick of
+`brokerscope run` rewrites the current hour (at most 60 rows per instance), not the current day
+(up to 1,440 per instance). When broker_state was rewritten since
 (not only appended to), or the stored table has another partitioning (obs_date alone, before
 obs_hour), it recomputes everything. Both give the same table."""
 
@@ -123,8 +124,7 @@ def minutes_increment(slh, appended, mark: Watermark, say) -> None:
     keys = F.broadcast(slh.spark.createDataFrame([(d, m) for d, m, _ in touched], "obs_date string, m long")
                        .select("obs_date", F.timestamp_micros("m").alias("minute")))
     lo, hi = min(m for _, m, _ in touched), max(m for _, m, _ in touched) + MINUTE_US
-    state = (slh.read_partitions("broker_state", "obs_date", days, STATE_INPUT)
-             .where((F.col("ts") >= F.timestamp_micros(F.lit(lo))) & (F.col("ts") < F.timestamp_micros(F.lit(hi))))
+    state = (slh.read_time_range("broker_state", days, lo, hi, STATE_INPUT)
              .withColumn("minute", minute_of()).join(keys, ["obs_date", "minute"], "left_semi"))
     kept = slh.read_partitions("broker_minutes", PARTITIONS, hours).join(keys, ["obs_date", "minute"], "left_anti")
     slh.write("broker_minutes", kept.unionByName(broker_minutes(state)),
