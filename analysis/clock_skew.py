@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from analysis import watermark
-from analysis.frames import micros
+from analysis.frames import cached, micros
 from collectors.base import Observation, broker_clock_skew_s
 
 # --- clock skew between collectors ------------------------------------------------------------------
@@ -108,29 +108,29 @@ def skews_increment(old: DataFrame, new: DataFrame, threshold: float = CLOCK_SKE
     needs the last SKEW_WINDOW stored samples of their targets (a recent tail of stored rows, all
     stored rows of the targets it holds too few of). None when that would not be exact: new rows
     not later than stored ones of their target, or stored rows that wait for an estimate the new
-    rows would give them."""
-    fresh = skew_samples(new).cache()
-    firsts = {r.target: r for r in fresh.groupBy("target").agg(
-        F.min("us").alias("first"), F.count("sample").alias("n")).collect()}
-    if not firsts:
-        fresh.unpersist()
-        return skews_of(fresh, threshold)
-    names = F.broadcast(old.sparkSession.createDataFrame([(t,) for t in sorted(firsts)], "target string"))
-    since = min(r.first for r in firsts.values()) - watermark.RESUME_TAIL_US
-    tail = skew_samples(old.join(names, "target", "left_semi").where(F.col("ts") >= F.timestamp_micros(F.lit(since)))).cache()
-    found = {r.target: r for r in tail.groupBy("target").agg(F.max("us").alias("last"), F.count("sample").alias("n")).collect()}
-    if any(t in found and found[t].last >= r.first for t, r in firsts.items()):
-        fresh.unpersist(); tail.unpersist()
-        return None
-    short = sorted(t for t in firsts if found.get(t) is None or found[t].n < SKEW_WINDOW)
-    context = tail
-    if short:
-        few = F.broadcast(old.sparkSession.createDataFrame([(t,) for t in short], "target string"))
-        every = skew_samples(old.join(few, "target", "left_semi"))
-        stored = {r.target: r for r in every.groupBy("target").agg(F.count("*").alias("rows"), F.count("sample").alias("n")).collect()}
-        if any(t in stored and stored[t].n < SKEW_MIN_SAMPLES and firsts[t].n > 0 for t in short):
-            fresh.unpersist(); tail.unpersist()
-            return None  # its stored rows have no estimate yet; the new samples would give them one
-        context = tail.join(few, "target", "left_anti").unionByName(every)
-    keys = fresh.select("obs_key")
-    return skews_of(context.unionByName(fresh), threshold).join(keys, "obs_key", "left_semi")
+    rows would give them. The skews come cached (computed while the samples were): the caller
+    unpersists them."""
+    with cached(skew_samples(new)) as fresh:
+        firsts = {r.target: r for r in fresh.groupBy("target").agg(
+            F.min("us").alias("first"), F.count("sample").alias("n")).collect()}
+        if not firsts:
+            return skews_of(fresh, threshold)
+        names = F.broadcast(old.sparkSession.createDataFrame([(t,) for t in sorted(firsts)], "target string"))
+        since = min(r.first for r in firsts.values()) - watermark.RESUME_TAIL_US
+        with cached(skew_samples(old.join(names, "target", "left_semi").where(F.col("ts") >= F.timestamp_micros(F.lit(since))))) as tail:
+            found = {r.target: r for r in tail.groupBy("target").agg(F.max("us").alias("last"), F.count("sample").alias("n")).collect()}
+            if any(t in found and found[t].last >= r.first for t, r in firsts.items()):
+                return None
+            short = sorted(t for t in firsts if found.get(t) is None or found[t].n < SKEW_WINDOW)
+            context = tail
+            if short:
+                few = F.broadcast(old.sparkSession.createDataFrame([(t,) for t in short], "target string"))
+                every = skew_samples(old.join(few, "target", "left_semi"))
+                stored = {r.target: r for r in every.groupBy("target").agg(F.count("*").alias("rows"), F.count("sample").alias("n")).collect()}
+                if any(t in stored and stored[t].n < SKEW_MIN_SAMPLES and firsts[t].n > 0 for t in short):
+                    return None  # its stored rows have no estimate yet; the new samples would give them one
+                context = tail.join(few, "target", "left_anti").unionByName(every)
+            keys = fresh.select("obs_key")
+            skews = skews_of(context.unionByName(fresh), threshold).join(keys, "obs_key", "left_semi").cache()
+            skews.count()  # computed from the cached samples, which are unpersisted on the way out
+            return skews

@@ -4,6 +4,7 @@ sorted key columns, and running whole keys of a Spark partition through one NumP
 from __future__ import annotations
 
 import operator
+from contextlib import contextmanager
 from functools import reduce
 from typing import Iterator, Sequence
 
@@ -16,6 +17,20 @@ from pyspark.sql import functions as F
 
 from collectors.packs import PACKS
 from lakehouse.tables import TS
+
+
+@contextmanager
+def cached(*frames: DataFrame):
+    """The frames cached for the block (`with cached(a) as a:` / `with cached(a, b) as (a, b):`),
+    unpersisted when it ends, also on an error: a cached plan pins its data and the hash tables of
+    its broadcast joins in the driver until it is unpersisted, so every failed run of the service
+    would otherwise keep them for the life of the session."""
+    kept = [df.cache() for df in frames]
+    try:
+        yield kept[0] if len(kept) == 1 else kept
+    finally:
+        for df in kept:
+            df.unpersist()
 
 
 def typed_frame(rows: list[dict], c) -> pd.DataFrame:

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from analysis.frames import cached
 from collectors.gc import GcLogParser
 from collectors.gc.columnar import ColumnarFile
 from collectors.gc.analysis import Thresholds, findings
@@ -317,14 +318,11 @@ def write_parsed(slh, parsed: DataFrame, file_ids: list[str],
                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
     """Parse once (cached), then replace the given files' partitions of gc_events and
     gc_parse_stats. `progress(done, total)` follows the parse tasks."""
-    parsed = parsed.cache()
-    try:
+    with cached(parsed) as parsed:
         _materialize(parsed, progress)
         where = _in_list(file_ids)
         return {"gc_events": slh.write("gc_events", events_of(parsed), replace_where=where),
                 "gc_parse_stats": slh.write("gc_parse_stats", stats_of(parsed), replace_where=where)}
-    finally:
-        parsed.unpersist()
 
 
 def _materialize(df: DataFrame, progress: Callable[[int, int], None] | None) -> None:

@@ -35,6 +35,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from analysis.causes import hms as _hms
+from analysis.frames import cached
 from analysis.runs import contract_frame, fmt_ts, stable_id
 from lakehouse.tables import INCIDENT_EVIDENCE, INCIDENTS
 
@@ -321,9 +322,7 @@ def run_incidents(slh, params: IncidentParams, progress=None, commit_info: dict 
     """All gold findings → incidents, incident_evidence (whole tables every run)."""
     (progress or (lambda m: None))("gold incidents, incident_evidence")
     found = evidence({t: slh.read(t) for t in SOURCE_TABLES}, dict(params.kinds))
-    assigned = assigned_evidence(found, params.gap_s).cache()
-    found, rows = incidents(assigned)
-    counts = {"incidents": slh.write("incidents", found, commit_info=commit_info),
-              "incident_evidence": slh.write("incident_evidence", rows, commit_info=commit_info)}
-    assigned.unpersist()
-    return counts
+    with cached(assigned_evidence(found, params.gap_s)) as assigned:
+        found, rows = incidents(assigned)
+        return {"incidents": slh.write("incidents", found, commit_info=commit_info),
+                "incident_evidence": slh.write("incident_evidence", rows, commit_info=commit_info)}

@@ -70,6 +70,7 @@ from pyspark.sql import types as T
 from analysis import lag as lag_module
 from analysis import mirror_lag as mirror_module
 from analysis import runs as runs_module
+from analysis.frames import cached
 from analysis.lag import (LAG_FLOWS, LAG_JOB, LAG_TABLES, SERIES_KEY, LagParams, LagRules, NotExact, broker_findings,
                           instance_lag_carried, readiness_findings, series_findings_carried, series_key)
 from analysis.mirror_lag import MIRROR_FLOW, mirror_observations
@@ -345,17 +346,16 @@ def lag_full(slh, params: LagParams, mark: Watermark, versions: dict, say) -> di
     spark, info = slh.spark, mark.commit_info()
     repl = slh.read("replication_stats")
     say("gold replication_lag")
-    out = lag_rows(spark, repl, slh.read("collector_health"), _NO_CARRY, params).unionByName(
-        mirror_rows(spark, slh.read("kafka_offsets"), _NO_CARRY, params)).cache()
-    counts = {"replication_lag": slh.write("replication_lag", _lag_part(out), commit_info=info)}
-    carries = _carries(out)
-    say("gold replication_findings")
-    findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=params.follower_lag_messages,
-                               grace_s=params.replica_sync_grace, hole_s=params.hole_s).unionByName(
-        _findings_part(out)).unionByName(
-        readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s, hole_s=params.hole_s))
-    counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
-    out.unpersist()
+    with cached(lag_rows(spark, repl, slh.read("collector_health"), _NO_CARRY, params).unionByName(
+            mirror_rows(spark, slh.read("kafka_offsets"), _NO_CARRY, params))) as out:
+        counts = {"replication_lag": slh.write("replication_lag", _lag_part(out), commit_info=info)}
+        carries = _carries(out)
+        say("gold replication_findings")
+        findings = broker_findings(slh.read("broker_state"), repl, follower_lag_messages=params.follower_lag_messages,
+                                   grace_s=params.replica_sync_grace, hole_s=params.hole_s).unionByName(
+            _findings_part(out)).unionByName(
+            readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s, hole_s=params.hole_s))
+        counts["replication_findings"] = slh.write("replication_findings", findings, commit_info=info)
     groups = [r.group_name for r in repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()]
     carries = pd.concat([carries, pd.DataFrame([_input_row(versions, _kafka_mark(slh), groups)])], ignore_index=True)
     _write_carry(slh, carries, info)
@@ -386,46 +386,44 @@ def lag_increment(slh, params: LagParams, mark: Watermark, versions: dict, carry
     parts = lag_rows(spark, new_repl, new_health, carry, params)
     if kafka_changed:
         parts = parts.unionByName(mirror_rows(spark, slh.read("kafka_offsets"), carry, params))
-    out = parts.cache()
-    fresh = _carries(out)
-    fallback = fresh[fresh["scope"] == "fallback"]
-    if len(fallback):
-        out.unpersist()
-        say(f"gold replication_lag: {fallback['carry'].iloc[0]}, recomputing")
-        return None
-    say(f"gold replication_lag (incremental: silver up to bronze version {mark.input_version})")
-    info = mark.commit_info()
-    lag_part = _lag_part(out)
-    if not lag_part.isEmpty():  # no new row: no commit (the watermark goes with lag_carry: stored_mark)
-        slh.write("replication_lag", lag_part, mode="append", commit_info=info)
-    counts = {"replication_lag": slh.lakehouse.count("replication_lag")}
+    with cached(parts) as out:
+        fresh = _carries(out)
+        fallback = fresh[fresh["scope"] == "fallback"]
+        if len(fallback):
+            say(f"gold replication_lag: {fallback['carry'].iloc[0]}, recomputing")
+            return None
+        say(f"gold replication_lag (incremental: silver up to bronze version {mark.input_version})")
+        info = mark.commit_info()
+        lag_part = _lag_part(out)
+        if not lag_part.isEmpty():  # no new row: no commit (the watermark goes with lag_carry: stored_mark)
+            slh.write("replication_lag", lag_part, mode="append", commit_info=info)
+        counts = {"replication_lag": slh.lakehouse.count("replication_lag")}
 
-    say("gold replication_findings (incremental)")
-    touched = set(_key_of(fresh[fresh["scope"] == "series"]))
-    stored = slh.lakehouse.read("replication_findings").to_pandas()
-    groups_new = {r.group_name for r in new_repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()}
-    fact_groups = set(inputs["fact_groups"]) | groups_new
-    state_groups = {r.group_name for r in appended["broker_state"].new.select("group_name").distinct().collect()}
-    groups = sorted(groups_new | (state_groups & fact_groups))
-    readiness_changed = versions["failover_readiness"] != then["failover_readiness"]
-    kept = kept_findings(stored, touched, groups, readiness_changed)
-    findings = spark.createDataFrame(contract_frame(kept, REPLICATION_FINDINGS), REPLICATION_FINDINGS.spark_schema()).unionByName(
-        _findings_part(out))
-    if groups:
-        names = F.broadcast(spark.createDataFrame([(g,) for g in groups], "group_name string"))
-        findings = findings.unionByName(broker_findings(
-            slh.read("broker_state").join(names, "group_name", "left_semi"),
-            slh.read("replication_stats").where(F.col("flow").isin(*GROUP_FLOWS)).join(names, "group_name", "left_semi"),
-            follower_lag_messages=params.follower_lag_messages, grace_s=params.replica_sync_grace, hole_s=params.hole_s))
-    if readiness_changed:
-        findings = findings.unionByName(readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s,
-                                                           hole_s=params.hole_s))
-    table = findings.toArrow().select(REPLICATION_FINDINGS.column_names).cast(REPLICATION_FINDINGS.schema)
-    if same_rows(table, slh.lakehouse.read("replication_findings")):  # unchanged: no commit
-        counts["replication_findings"] = table.num_rows
-    else:
-        counts["replication_findings"] = slh.write_arrow("replication_findings", table, commit_info=info)
-    out.unpersist()
+        say("gold replication_findings (incremental)")
+        touched = set(_key_of(fresh[fresh["scope"] == "series"]))
+        stored = slh.lakehouse.read("replication_findings").to_pandas()
+        groups_new = {r.group_name for r in new_repl.where(F.col("flow").isin(*GROUP_FLOWS)).select("group_name").distinct().collect()}
+        fact_groups = set(inputs["fact_groups"]) | groups_new
+        state_groups = {r.group_name for r in appended["broker_state"].new.select("group_name").distinct().collect()}
+        groups = sorted(groups_new | (state_groups & fact_groups))
+        readiness_changed = versions["failover_readiness"] != then["failover_readiness"]
+        kept = kept_findings(stored, touched, groups, readiness_changed)
+        findings = spark.createDataFrame(contract_frame(kept, REPLICATION_FINDINGS), REPLICATION_FINDINGS.spark_schema()).unionByName(
+            _findings_part(out))
+        if groups:
+            names = F.broadcast(spark.createDataFrame([(g,) for g in groups], "group_name string"))
+            findings = findings.unionByName(broker_findings(
+                slh.read("broker_state").join(names, "group_name", "left_semi"),
+                slh.read("replication_stats").where(F.col("flow").isin(*GROUP_FLOWS)).join(names, "group_name", "left_semi"),
+                follower_lag_messages=params.follower_lag_messages, grace_s=params.replica_sync_grace, hole_s=params.hole_s))
+        if readiness_changed:
+            findings = findings.unionByName(readiness_findings(slh.read("failover_readiness"), stale_after_s=params.stale_after_s,
+                                                               hole_s=params.hole_s))
+        table = findings.toArrow().select(REPLICATION_FINDINGS.column_names).cast(REPLICATION_FINDINGS.schema)
+        if same_rows(table, slh.lakehouse.read("replication_findings")):  # unchanged: no commit
+            counts["replication_findings"] = table.num_rows
+        else:
+            counts["replication_findings"] = slh.write_arrow("replication_findings", table, commit_info=info)
     _write_carry(slh, _merged_carry(carry, fresh, versions, kafka_now, fact_groups), info)
     return counts
 

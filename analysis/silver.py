@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from analysis import clock_skew, watermark
 from analysis.clock_skew import skew_sample_batch, skew_samples, skews_increment, skews_of
+from analysis.frames import cached
 from analysis.groups import fill_derived_groups
 from analysis.silver_carry import (Carry, carry_of, carry_table, fill_from_carry, instance_summaries, merged, shifted_columns,
                                    skews_from_carry, spark_instance_summaries, spark_target_summaries, target_summaries)
@@ -148,13 +149,12 @@ def run_silver(slh, targets: dict[str, tuple[str, str | None]], say, full: bool 
     configured = {name for name, (_, group) in targets.items() if group}
     mark = Watermark(SILVER_JOB, version, fp)
     samples = skew_samples(bronze)
-    skews = skews_of(samples, skew_threshold).cache()
-    for table in SILVER_FROM_JOLOKIA:
-        silver = to_silver(bronze, table, targets, skews)
-        if table == "broker_state":
-            silver = fill_derived_groups(silver, configured)
-        slh.write(table, silver, commit_info=mark.commit_info())
-    skews.unpersist()
+    with cached(skews_of(samples, skew_threshold)) as skews:
+        for table in SILVER_FROM_JOLOKIA:
+            silver = to_silver(bronze, table, targets, skews)
+            if table == "broker_state":
+                silver = fill_derived_groups(silver, configured)
+            slh.write(table, silver, commit_info=mark.commit_info())
     carry = merged(Carry(), spark_target_summaries(samples),
                    spark_instance_summaries(slh.read("broker_state", columns=["instance", "ts", "group_name"]), configured),
                    clock_skew.SKEW_WINDOW)
@@ -230,25 +230,20 @@ def silver_increment(slh, appended, targets, mark: Watermark, say, skew_threshol
     if skews is None:
         say("bronze → silver: new rows change the clock skew of stored ones, recomputing")
         return False
-    skews = skews.cache()
-    state = to_silver(appended.new, "broker_state", targets, skews).cache()
-    context = fill_context(state, slh.read("broker_state", columns=["instance", "group_name", "ts"]), configured)
-    if context is None:
-        state.unpersist()
-        skews.unpersist()
-        say("bronze → silver: new rows reach back into stored ones, recomputing")
-        return False
-    say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + f" (incremental: bronze up to version {mark.input_version})")
-    before = (slh.spark.createDataFrame(context, "instance string, ts long, group_name string")
-              .withColumn("ts", F.timestamp_micros("ts")))
-    filled = fill_derived_groups(state, configured, before)
-    for table in SILVER_FROM_JOLOKIA:
-        rows = filled if table == "broker_state" else to_silver(appended.new, table, targets, skews)
-        slh.write(table, rows, mode="append", commit_info=mark.commit_info())
-    carry = merged(carry_of(slh.lakehouse.read("silver_carry")), spark_target_summaries(skew_samples(appended.new)),
-                   spark_instance_summaries(filled, configured), clock_skew.SKEW_WINDOW)
-    state.unpersist()
-    skews.unpersist()
+    with cached(skews) as skews, cached(to_silver(appended.new, "broker_state", targets, skews)) as state:
+        context = fill_context(state, slh.read("broker_state", columns=["instance", "group_name", "ts"]), configured)
+        if context is None:
+            say("bronze → silver: new rows reach back into stored ones, recomputing")
+            return False
+        say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + f" (incremental: bronze up to version {mark.input_version})")
+        before = (slh.spark.createDataFrame(context, "instance string, ts long, group_name string")
+                  .withColumn("ts", F.timestamp_micros("ts")))
+        filled = fill_derived_groups(state, configured, before)
+        for table in SILVER_FROM_JOLOKIA:
+            rows = filled if table == "broker_state" else to_silver(appended.new, table, targets, skews)
+            slh.write(table, rows, mode="append", commit_info=mark.commit_info())
+        carry = merged(carry_of(slh.lakehouse.read("silver_carry")), spark_target_summaries(skew_samples(appended.new)),
+                       spark_instance_summaries(filled, configured), clock_skew.SKEW_WINDOW)
     write_carry(slh, carry, mark)
     return True
 

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from analysis.failovers import failover_events
+from analysis.frames import cached
 from analysis.groups import ha_group_checks, identity_sightings, nonexclusive_kinds
 from analysis.intervals import ROLE_INPUT
 from analysis.silver import code_sources, run_silver
@@ -43,14 +44,13 @@ def run_gold(slh, say, full: bool = False, hole_us: float = math.inf) -> None:
     state, version = pinned_read(slh, "broker_state", GOLD_INPUT)
     mark = Watermark(GOLD_JOB, version, fp).commit_info()
     say("silver → gold role_intervals (full)")
-    spine = gold_spine(state, hole_us=hole_us).cache()  # one pass, while role_intervals is written; the next steps reuse it
-    intervals = spine_intervals(spine)
-    slh.write("role_intervals", intervals, commit_info=mark)
-    say("gold failover_events, split_brain_windows, ha_group_checks")
-    slh.write("failover_events", failover_events(intervals), commit_info=mark)
-    slh.write("split_brain_windows", spine_windows(spine), commit_info=mark)
-    slh.write("spine_carry", spine_carry(spine), commit_info=mark)
-    spine.unpersist()
+    with cached(gold_spine(state, hole_us=hole_us)) as spine:  # one pass, while role_intervals is written; the next steps reuse it
+        intervals = spine_intervals(spine)
+        slh.write("role_intervals", intervals, commit_info=mark)
+        say("gold failover_events, split_brain_windows, ha_group_checks")
+        slh.write("failover_events", failover_events(intervals), commit_info=mark)
+        slh.write("split_brain_windows", spine_windows(spine), commit_info=mark)
+        slh.write("spine_carry", spine_carry(spine), commit_info=mark)
     sightings = identity_sightings(state).toArrow()  # a few rows per instance
     slh.write_arrow("ha_identity_sightings", sightings, commit_info=mark)
     slh.write_arrow("ha_group_checks", ha_group_checks(sightings), commit_info=mark)

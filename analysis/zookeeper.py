@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from analysis.frames import typed_frame
+from analysis.frames import cached, typed_frame
 from collectors.jolokia import error_kind_of
 from collectors.zookeeper.parse import SERVING_STATES, coordination_rows, server_state_row
 from lakehouse.tables import ZK_COORDINATION, ZK_ELECTIONS, ZK_FINDINGS, ZK_QUORUM, ZK_SERVER_STATE
@@ -808,23 +808,20 @@ def run_zookeeper(slh, params: ZkParams, progress=None) -> dict[str, int]:
     say("bronze_zk → silver zk_server_state, zk_coordination")
     counts["zk_server_state"] = slh.write("zk_server_state", server_states(bronze, params))
     counts["zk_coordination"] = slh.write("zk_coordination", coordination(bronze, params))
-    states = slh.read("zk_server_state").cache()
-    coord = slh.read("zk_coordination").cache()
     broker_state = slh.read("broker_state")
     health = slh.read("collector_health", columns=["instance", "ts", "answered", "error_kind"])
     say("silver → gold zk_quorum, zk_elections, zk_findings")
-    rounds = rounds_of(states, params).cache()
-    counts["zk_quorum"] = slh.write("zk_quorum", _per_ensemble(rounds, quorum_intervals, ZK_QUORUM))
-    counts["zk_elections"] = slh.write("zk_elections", _per_ensemble(rounds, elections, ZK_ELECTIONS))
-    lock = broker_groups(coordination_findings(coord, params), broker_state).cache()
-    found = (_per_ensemble(rounds, ensemble_risks, ZK_FINDINGS)
-             .unionByName(spikes(states, params))
-             .unionByName(lock)
-             .unionByName(sequence_checks(coord, broker_state, max_age_s=max(3 * params.scrape_interval_s, 10.0)))
-             .unionByName(backups_not_taking_over(lock, broker_state, params, health))
-             .unionByName(gc_links(slh.read("gc_findings"), lock, slh.read("zk_elections"), broker_state, states,
-                                   slack_s=2 * params.scrape_interval_s)))
-    counts["zk_findings"] = slh.write("zk_findings", found)
-    for df in (states, coord, rounds, lock):
-        df.unpersist()
+    with cached(slh.read("zk_server_state"), slh.read("zk_coordination")) as (states, coord), \
+            cached(rounds_of(states, params)) as rounds:
+        counts["zk_quorum"] = slh.write("zk_quorum", _per_ensemble(rounds, quorum_intervals, ZK_QUORUM))
+        counts["zk_elections"] = slh.write("zk_elections", _per_ensemble(rounds, elections, ZK_ELECTIONS))
+        with cached(broker_groups(coordination_findings(coord, params), broker_state)) as lock:
+            found = (_per_ensemble(rounds, ensemble_risks, ZK_FINDINGS)
+                     .unionByName(spikes(states, params))
+                     .unionByName(lock)
+                     .unionByName(sequence_checks(coord, broker_state, max_age_s=max(3 * params.scrape_interval_s, 10.0)))
+                     .unionByName(backups_not_taking_over(lock, broker_state, params, health))
+                     .unionByName(gc_links(slh.read("gc_findings"), lock, slh.read("zk_elections"), broker_state, states,
+                                           slack_s=2 * params.scrape_interval_s)))
+            counts["zk_findings"] = slh.write("zk_findings", found)
     return counts

@@ -17,12 +17,14 @@ from pyspark.sql import SparkSession
 
 from infra import delta_jars
 from lakehouse.local_fs import with_local_fs
+from lakehouse.tables import TABLES
 
 _log = logging.getLogger("brokerscope.lakehouse.spark")
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DELTA_TABLE_DEFAULTS = "spark.databricks.delta.properties.defaults."  # + a table property without "delta."
+DELTA_LOGS_KEPT = 2 * len(TABLES)  # every table of a lakehouse twice over: `brokerscope run` keeps all of its own
 STATS_COLUMNS = 8  # delta.dataSkippingNumIndexedCols of the tables delta-spark creates
 
 class DeltaSparkUnavailableError(RuntimeError):
@@ -123,6 +125,11 @@ def _with_delta(settings: dict[str, str], delta: str) -> None:
     # of JSON per commit (computed incrementally from the previous `.crc`, no job) and saves the
     # replay on every tick's reads (BENCHMARKS.md, session 18).
     settings.setdefault("spark.databricks.delta.allFilesInCrc.thresholdNumFiles", "10000")
+    # delta-spark keeps the log of every table it touched (its snapshot, the snapshot's cached state)
+    # for an hour, up to 10,000 tables: ~2.6 MB of driver heap per small table (measured, 150 fresh
+    # tables: 507 MB live vs 177 MB with 20 kept). A lakehouse has len(TABLES) tables; the suite
+    # makes hundreds of lakehouses in an hour, and a 1 g driver ran out of memory (CI, session 19).
+    settings.setdefault("spark.databricks.delta.delta.log.cacheSize", str(DELTA_LOGS_KEPT))
 
 
 def _local_cores(master: str) -> int:

@@ -8,7 +8,7 @@ import os
 
 from hypothesis import settings
 
-from tests.spark_fixtures import spark  # noqa: F401
+from tests.spark_fixtures import nothing_left_cached, spark  # noqa: F401
 
 settings.register_profile("ci", derandomize=True)
 settings.register_profile("explore", derandomize=False)

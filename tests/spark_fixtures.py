@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+DELTA_STATE_CACHE = "Delta Table State #"
+
 
 @pytest.fixture(scope="session")
 def spark():
@@ -15,3 +17,29 @@ def spark():
     session = spark_session("brokerscope-tests", conf={"spark.default.parallelism": "2"})
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_cached():
+    """Every test leaves the shared session as it found it: no dataset still cached. A cached plan
+    pins its data and the hash tables of its broadcast joins in the driver until it is unpersisted;
+    code that caches without unpersisting on every path (an error path, an early return) leaks them
+    for the life of the session — in the suite, and in `brokerscope run`, whose session lives for
+    months (analysis.frames.cached). CI once ran out of driver memory building a broadcast this way."""
+    yield
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return
+    # Delta's own snapshot caches ("Delta Table State #n - <log>") belong to its DeltaLog cache, which
+    # uncaches them when it drops a table's log (bounded: lakehouse/spark_session.py)
+    left = [rdd for rdd in spark.sparkContext._jsc.getPersistentRDDs().values()
+            if not str(rdd.name()).startswith(DELTA_STATE_CACHE)]
+    if not left:
+        return
+    names = sorted(str(rdd.name())[:160] for rdd in left)
+    spark.catalog.clearCache()  # the next test starts clean either way
+    for rdd in left:
+        rdd.unpersist(False)
+    pytest.fail(f"the test left {len(names)} dataset(s) cached in the shared Spark session: {names[:3]}", pytrace=False)
