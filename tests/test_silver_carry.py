@@ -111,20 +111,20 @@ def test_groups_filled_from_the_carry_equal_a_fill_over_every_row(spark):
 # --- the job ------------------------------------------------------------------------------------------------
 
 
-def silver(cfg, spark, said: list[str], full: bool = False) -> None:
-    slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()))
+def silver(cfg, spark, said: list[str], full: bool = False, mode: str = "auto") -> None:
+    slh = SparkLakehouse(spark, Lakehouse(cfg.lakehouse_root()), mode=mode)
     params = spine_params(cfg)
     run_silver(slh, params.targets, said.append, full=full, skew_threshold=params.skew_threshold)
 
 
-def in_parts(cfg, lines: list[str], cuts: list[int], workdir, spark) -> tuple[list[str], list[dict]]:
+def in_parts(cfg, lines: list[str], cuts: list[int], workdir, spark, mode: str = "auto") -> tuple[list[str], list[dict]]:
     """Replay the lines part by part, the silver job after each; what it said, and the tables' versions after each."""
     said, versions = [], []
     for i, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(lines)])):
         part = workdir / f"part{i}.jsonl"
         part.write_text("\n".join(lines[a:b]) + "\n")
         replay(cfg, part)
-        silver(cfg, spark, said)
+        silver(cfg, spark, said, mode=mode)
         lh = Lakehouse(cfg.lakehouse_root())
         versions.append({t: lh.version(t) for t in SILVER})
     return said, versions
@@ -138,14 +138,15 @@ def poisoned(lines: list[str], at: int) -> list[str]:
     return [*lines[:at], bad, *lines[at + 1:]]
 
 
-@pytest.mark.parametrize("small_rows", [silver_module.SMALL_APPEND_ROWS, 0])  # on the driver / in Spark
-def test_silver_in_parts_equals_one_full_run_with_skew_and_bad_values(small_rows, tmp_path, spark, monkeypatch):
+@pytest.mark.parametrize("small_rows, mode", [(silver_module.SMALL_APPEND_ROWS, "native"), (0, "native"),  # on the driver / in Spark
+                                              (silver_module.SMALL_APPEND_ROWS, "bridge")])  # delta-rs commits
+def test_silver_in_parts_equals_one_full_run_with_skew_and_bad_values(small_rows, mode, tmp_path, spark, monkeypatch):
     monkeypatch.setattr(skew_module, "SKEW_WINDOW", 5)  # the running median's context spans parts
     monkeypatch.setattr(silver_module, "SMALL_APPEND_ROWS", small_rows)
     sc, lines = skew_scenario()
     lines = poisoned(lines, 51)
     inc = config_from_dict({**scenario_config(sc), "lakehouse": str(tmp_path / "inc")})
-    said, versions = in_parts(inc, lines, [14, 30, 31, 45], tmp_path, spark)
+    said, versions = in_parts(inc, lines, [14, 30, 31, 45], tmp_path, spark, mode)
     assert sum("(full)" in m for m in said) == 1 and sum("(incremental" in m for m in said) == 4, said
     assert all(("on the driver" in m) == bool(small_rows) for m in said if "(incremental" in m), said
     full = config_from_dict({**scenario_config(sc), "lakehouse": str(tmp_path / "full")})
