@@ -72,6 +72,13 @@ def broker_minutes(state: DataFrame) -> DataFrame:
     ).select(*BROKER_MINUTES.column_names)
 
 
+def one_file_per_hour(rows: DataFrame) -> DataFrame:
+    """The rows of each (obs_date, obs_hour) partition in one task, so in one file. Written as the
+    aggregation leaves them, every task wrote a file into every hour (504 files for bench_dashboard's
+    7 days): the dashboard's cold 7-day read of them took 356 ms against 28 ms from 21 day files."""
+    return rows.repartition(*PARTITIONS)
+
+
 def touched_minutes(state: DataFrame) -> DataFrame:
     """The (obs_date, minute in epoch microseconds `m`, obs_hour) broker_state rows fall in, once each."""
     minutes = state.select("obs_date", minute_of().alias("minute")).distinct()
@@ -103,7 +110,7 @@ def run_minutes(slh, progress=None, full: bool = False) -> dict[str, int]:
                                         f"({', '.join(stored)}), the contract by ({', '.join(PARTITIONS)})"
                                         if relayout else ""))
     state, version = pinned_read(slh, "broker_state", STATE_INPUT)
-    return {"broker_minutes": slh.write("broker_minutes", broker_minutes(state),
+    return {"broker_minutes": slh.write("broker_minutes", one_file_per_hour(broker_minutes(state)),
                                         commit_info=Watermark(MINUTES_JOB, version, fp).commit_info())}
 
 
@@ -127,5 +134,5 @@ def minutes_increment(slh, appended, mark: Watermark, say) -> None:
     state = (slh.read_time_range("broker_state", days, lo, hi, STATE_INPUT)
              .withColumn("minute", minute_of()).join(keys, ["obs_date", "minute"], "left_semi"))
     kept = slh.read_partitions("broker_minutes", PARTITIONS, hours).join(keys, ["obs_date", "minute"], "left_anti")
-    slh.write("broker_minutes", kept.unionByName(broker_minutes(state)),
+    slh.write("broker_minutes", one_file_per_hour(kept.unionByName(broker_minutes(state))),
               replace_where=partition_predicate(PARTITIONS, hours), commit_info=mark.commit_info())
