@@ -148,14 +148,15 @@ def run_silver(slh, targets: dict[str, tuple[str, str | None]], say, full: bool 
     say("bronze → silver " + ", ".join(SILVER_FROM_JOLOKIA) + " (full)")
     configured = {name for name, (_, group) in targets.items() if group}
     mark = Watermark(SILVER_JOB, version, fp)
-    samples = skew_samples(bronze)
-    with cached(skews_of(samples, skew_threshold)) as skews:
+    # the samples cached too: the carry's per-target summaries read them again (parsing every answer twice otherwise)
+    with cached(skew_samples(bronze)) as samples, cached(skews_of(samples, skew_threshold)) as skews:
         for table in SILVER_FROM_JOLOKIA:
             silver = to_silver(bronze, table, targets, skews)
             if table == "broker_state":
                 silver = fill_derived_groups(silver, configured)
             slh.write(table, silver, commit_info=mark.commit_info())
-    carry = merged(Carry(), spark_target_summaries(samples),
+        targets_carry = spark_target_summaries(samples)
+    carry = merged(Carry(), targets_carry,
                    spark_instance_summaries(slh.read("broker_state", columns=["instance", "ts", "group_name"]), configured),
                    clock_skew.SKEW_WINDOW)
     write_carry(slh, carry, mark)
