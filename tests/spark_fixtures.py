@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-DELTA_STATE_CACHE = "Delta Table State #"
+DELTA_STATE_CACHE = "Delta Table State"  # "#n - <log>", "with Stats #n - <log>"
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +32,7 @@ def nothing_left_cached():
     spark = SparkSession.getActiveSession()
     if spark is None:
         return
-    # Delta's own snapshot caches ("Delta Table State #n - <log>") belong to its DeltaLog cache, which
+    # Delta's own snapshot caches ("Delta Table State …") belong to its DeltaLog cache, which
     # uncaches them when it drops a table's log (bounded: lakehouse/spark_session.py)
     left = [rdd for rdd in spark.sparkContext._jsc.getPersistentRDDs().values()
             if not str(rdd.name()).startswith(DELTA_STATE_CACHE)]
