@@ -593,12 +593,14 @@ def hour(args, say, fleet, cfg, cfg_data, lh, root, work, spark, land, hour_ms, 
         if svc.analysis_stats.last_error:
             raise AssertionError(f"tick {x + 1}: analysis failed: {svc.analysis_stats.last_error}")
         jobs = breakdown(tick_log, t + tick_s)
+        heap_mb = live_heap_mb(spark)
         full = [m for _, m in tick_log if "(full)" in m or "recomputing" in m]
-        ticks.append({"s": tick_s, "jobs": jobs, "rows": n, "full": full, "render": render_s, "land": land_s})
+        ticks.append({"s": tick_s, "jobs": jobs, "rows": n, "full": full, "render": render_s, "land": land_s,
+                      "heap_mb": heap_mb})
         top = sorted(jobs.items(), key=lambda kv: -kv[1])[:3]
         say(f"tick {x + 1:3}/{n_ticks}: +{n:,} exchanges (rendered {render_s:.1f} s, landed {land_s:.1f} s); analysis "
             f"{tick_s:6.2f} s [{', '.join(f'{k_} {v:.1f}' for k_, v in top)}]"
-            + (f"  FULL: {'; '.join(full)}" if full else "") + f"  failovers {counts.get('failover_events')}")
+            + (f"  FULL: {'; '.join(full)}" if full else "") + f"  failovers {counts.get('failover_events')}; driver live heap {heap_mb:.0f} MB")
         if args.profile:
             print_profile(prof, tick_s)
         lo = hi
@@ -611,6 +613,7 @@ def hour(args, say, fleet, cfg, cfg_data, lh, root, work, spark, land, hour_ms, 
     if not args.no_check:
         check_line = equal_to_full(cfg_data, root, work, spark, say)
     load_after = loadavg()
+    spark_conf_memory = spark.sparkContext.getConf().get("spark.driver.memory", "1g (Spark's default)")
     spark.stop()
 
     times = [x["s"] for x in ticks]
@@ -635,11 +638,23 @@ def hour(args, say, fleet, cfg, cfg_data, lh, root, work, spark, land, hour_ms, 
         for name in names:
             v = [x["jobs"].get(name, 0.0) for x in ticks]
             print(f"  {name[:62]:<62} {statistics.median(v):7.2f} {pct(v, 0.95):7.2f} {max(v):7.2f}")
+        heaps = [x["heap_mb"] for x in ticks if x.get("heap_mb") is not None]
+        if heaps:
+            print(f"driver live heap after a full GC (after each tick, outside its time): first {heaps[0]:.0f} MB, "
+                  f"last {heaps[-1]:.0f} MB, max {max(heaps):.0f} MB (spark.driver.memory {spark_conf_memory})")
         print(f"outside the tick: rendering the scrapes median {statistics.median([x['render'] for x in ticks]):.1f} s, "
               f"landing them ({int(ANALYSIS_INTERVAL / FLUSH_INTERVAL)} append_new) median {statistics.median([x['land'] for x in ticks]):.1f} s")
     print(f"incremental = full: {check_line}")
     print(f"loadavg(before)={load_before} loadavg(after)={load_after}")
     return 0
+
+
+def live_heap_mb(spark) -> float:
+    """The driver JVM's live heap: used after a full GC (System.gc, outside the timed tick), so a leak
+    across ticks shows as a rising line rather than hiding in the collector's slack."""
+    jvm = spark.sparkContext._jvm
+    jvm.java.lang.System.gc()
+    return jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed() / 2**20
 
 
 def print_profile(prof, tick_s: float, top: int = 30) -> None:
