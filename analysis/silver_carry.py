@@ -52,24 +52,29 @@ def micros_of(ts: datetime) -> int:
 # --- summaries of rows ---------------------------------------------------------------------------------
 
 
-def target_summary(pdf: pd.DataFrame, window: int) -> dict:
-    """One target's skew samples (us, obs_key, sample; sample null: unanswered) → its carry."""
-    pdf = pdf.sort_values(["us", "obs_key"], kind="stable")
-    known = pdf[pdf["sample"].notna()].tail(window)
-    return {"last_us": int(pdf["us"].max()), "samples": int(pdf["sample"].notna().sum()),
-            "window": [(int(u), float(s)) for u, s in zip(known["us"], known["sample"])]}
-
-
 def target_summaries(samples: pd.DataFrame, window: int) -> dict[str, dict]:
-    return {t: target_summary(pdf, window) for t, pdf in samples.groupby("target", sort=False)}
+    """Skew samples (target, us, obs_key, sample; sample null: unanswered) → each target's carry: its
+    last µs, its answered count, its last `window` samples; all targets at once (a tick has a few rows
+    for each of many targets)."""
+    if samples.empty:
+        return {}
+    rows = samples.sort_values(["target", "us", "obs_key"], kind="stable")
+    by_target = rows.groupby("target", sort=False)
+    last_us, answered = by_target["us"].max(), by_target["sample"].count()
+    known = rows[rows["sample"].notna()]
+    kept = known.groupby("target", sort=False).tail(window) if window else known.iloc[:0]
+    windows: dict[str, list] = {}
+    for t, u, v in zip(kept["target"], kept["us"], kept["sample"]):
+        windows.setdefault(t, []).append((int(u), float(v)))
+    return {t: {"last_us": int(last_us[t]), "samples": int(answered[t]), "window": windows.get(t, [])} for t in last_us.index}
 
 
 def spark_target_summaries(samples: DataFrame) -> dict[str, dict]:
-    """target_summary per target of a Spark frame of skew samples (clock_skew.skew_samples)."""
+    """target_summaries of a Spark frame of skew samples (clock_skew.skew_samples), a target at a time."""
     window = clock_skew.SKEW_WINDOW  # read here: the workers import the module afresh
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        s = target_summary(pdf, window)
+        s = target_summaries(pdf, window)[pdf["target"].iloc[0]]
         return pd.DataFrame({"target": [pdf["target"].iloc[0]], "last_us": [s["last_us"]], "samples": [s["samples"]],
                              "window": [json.dumps(s["window"])]})
 
@@ -126,25 +131,23 @@ def skews_from_carry(samples: pd.DataFrame, carry: Carry, threshold: float) -> p
     median's context. None when that is not exact: a new row not later than a stored one of its
     target, or stored rows that wait for the estimate new samples would give them."""
     window, min_samples = clock_skew.SKEW_WINDOW, clock_skew.SKEW_MIN_SAMPLES
-    out = []
-    for target, pdf in samples.groupby("target", sort=False):
-        old = carry.targets.get(target)
-        context = pd.DataFrame({"obs_key": pd.Series([], dtype=object), "us": pd.Series([], dtype="int64"),
-                                "sample": pd.Series([], dtype="float64")})
-        if old is not None:
-            if old["last_us"] >= pdf["us"].min():
-                return None
-            if old["samples"] < min_samples and pdf["sample"].notna().any():
-                return None
-            # keys that keep the carried samples in their order (they are all earlier than the new rows)
-            context = pd.DataFrame({"obs_key": [f"{k:09d}" for k in range(len(old["window"]))],
-                                    "us": [u for u, _ in old["window"]], "sample": [s for _, s in old["window"]]})
-        both = pd.concat([context, pdf[["obs_key", "us", "sample"]]], ignore_index=True)
-        est = clock_skew.estimate_skews(both, threshold, window, min_samples)
-        out.append(est.iloc[len(context):])  # sorted by µs: the context first
-    if not out:
+    if samples.empty:
         return pd.DataFrame({"obs_key": [], "clock_skew_s": [], "shift_us": []})
-    return pd.concat(out, ignore_index=True)
+    firsts = samples.groupby("target", sort=False).agg(first=("us", "min"), answered=("sample", "count"))
+    context = []
+    for target, first, answered in zip(firsts.index, firsts["first"], firsts["answered"]):
+        old = carry.targets.get(target)
+        if old is None:
+            continue
+        if old["last_us"] >= first or (old["samples"] < min_samples and answered):
+            return None
+        # keys that keep the carried samples in their order (they are all earlier than the new rows)
+        context.extend((target, f"{k:09d}", u, v) for k, (u, v) in enumerate(old["window"]))
+    ctx = pd.DataFrame(context, columns=["target", "obs_key", "us", "sample"]).astype({"us": "int64", "sample": "float64"})
+    both = pd.concat([ctx.assign(new=False), samples[["target", "obs_key", "us", "sample"]].assign(new=True)], ignore_index=True)
+    est = clock_skew.estimate_skews_by_target(both.drop(columns="new"), threshold, window, min_samples)
+    fresh = both.sort_values(["target", "us", "obs_key"], kind="stable")["new"].to_numpy()
+    return est[fresh].drop(columns="target").reset_index(drop=True)
 
 
 def fill_from_carry(rows: list[dict], configured: set[str], carry: Carry) -> bool:

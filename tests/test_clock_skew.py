@@ -17,7 +17,7 @@ import pytest
 
 from analysis import clock_skew as skew_module
 from analysis import watermark as watermark_module
-from analysis.clock_skew import estimate_skews, skew_sample_batch
+from analysis.clock_skew import estimate_skews, estimate_skews_by_target, rolling_medians, skew_sample_batch
 from brokerscope.simulate import Spec, build
 from brokerscope.simulate.jolokia import jsonl
 from brokerscope.simulate.render import config as scenario_config
@@ -96,6 +96,26 @@ def test_the_estimate_is_causal_so_appending_rows_changes_no_stored_one():
     for cut in (skew_module.SKEW_MIN_SAMPLES, 37, 150):
         part = estimate_skews(df.iloc[:cut]).set_index("obs_key")
         pd.testing.assert_frame_equal(part, whole.loc[part.index])
+
+
+@pytest.mark.parametrize("window,min_periods,chunk", [(60, 5, 32_768), (4, 2, 7), (1, 1, 3)])
+def test_rolling_medians_of_many_keys_are_pandas_rolling_medians_exactly(monkeypatch, window, min_periods, chunk):
+    monkeypatch.setattr(skew_module, "ROLLING_CHUNK_ROWS", chunk)
+    rng = np.random.default_rng(7)
+    keys = np.sort(rng.integers(0, 9, 700))
+    values = np.round(rng.normal(0, 3, len(keys)), 2)  # ties, so the even-count means are exercised
+    expect = pd.Series(values).groupby(keys).rolling(window, min_periods=min_periods).median().reset_index(level=0, drop=True)
+    np.testing.assert_array_equal(rolling_medians(keys, values, window, min_periods), expect.sort_index().to_numpy())
+
+
+def test_every_target_at_once_is_each_target_on_its_own():
+    parts = [scrapes(90, skew, seed=i).assign(target=f"t{i}", obs_key=lambda d, i=i: f"{i}-" + d["obs_key"])
+             for i, skew in enumerate((-3.4, 0.2, 2.5))]
+    parts[1].loc[parts[1].index[::4], "sample"] = np.nan  # unanswered scrapes: the estimate before them
+    together = estimate_skews_by_target(pd.concat(parts).sample(frac=1, random_state=1)).set_index("obs_key")
+    for part in parts:
+        alone = estimate_skews(part.drop(columns="target")).set_index("obs_key")
+        pd.testing.assert_frame_equal(together.loc[alone.index].drop(columns="target"), alone)
 
 
 def test_the_running_median_follows_a_clock_step():
