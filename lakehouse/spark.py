@@ -86,6 +86,8 @@ __all__ = [
     "Appended",
 ]
 
+REMOTE_LOOKUPS_MAX = 64  # files of a remote read looked up one by one; more: one listing of the folder
+
 # Features the bridge can honour. Reading: the Parquet files + partition values are the whole
 # truth. Writing: plain add/remove actions are all it produces.
 _BRIDGE_READER_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "deletionVectors"}
@@ -546,21 +548,22 @@ class SparkLakehouse:
         return _project(self._to_contract(c, df), columns)
 
     def _check_files_exist(self, c: TableContract, rels: list[str]) -> None:
-        """One listing of the table folder instead of a lazy FileNotFound deep inside a job."""
+        """The snapshot's files checked before the job (a clear error instead of a lazy FileNotFound
+        deep inside it): each file looked up, so the cost follows the files read, not every file the
+        folder ever held; a remote read of many files lists the folder once instead (one request)."""
         uri = self.lakehouse.uri(c.name)
+        local = [r for r in rels if not _is_uri(r)]
         try:
             if self.lakehouse.is_local:
-                present = set()
-                for dirpath, _d, files in os.walk(uri):
-                    rel_dir = os.path.relpath(dirpath, uri)
-                    for f in files:
-                        present.add(f if rel_dir == "." else f"{rel_dir}/{f}")
+                present = {r for r in local if os.path.isfile(os.path.join(uri, r))}
             else:
-
                 fs, base = _pyarrow_fs(uri)
-                infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
+                if len(local) <= REMOTE_LOOKUPS_MAX:
+                    infos = fs.get_file_info([f"{base.rstrip('/')}/{r}" for r in local])
+                else:
+                    infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
                 present = {i.path[len(base):].lstrip("/") for i in infos if i.type == pafs.FileType.File}
-        except Exception:  # noqa: BLE001 - cannot list: let Spark find out
+        except Exception:  # noqa: BLE001 - cannot look: let Spark find out
             return
         missing = [r for r in rels if not _is_uri(r) and r not in present]
         if missing:

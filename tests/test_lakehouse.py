@@ -7,12 +7,14 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import shutil
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from lakehouse import spark as spark_module
 from lakehouse.spark import DeltaSparkUnavailableError, SparkLakehouse, delta_native_available, spark_schema
 from lakehouse.store import Lakehouse, LakehouseError
 from lakehouse.tables import contract
@@ -253,6 +255,24 @@ def test_missing_data_file_gives_clear_error(lh, slh):
     with pytest.raises(LakehouseError, match=r"(?s)missing.*repair\(\)"):
         slh.read("broker_state")
     assert lh.version("broker_state") == 0  # the log itself is fine
+
+
+@pytest.mark.parametrize("lookups_max", [64, 0], ids=["file-by-file", "one-listing"])
+def test_the_files_of_a_remote_read_are_checked_too(lh, slh, monkeypatch, lookups_max):
+    """An object store is looked up file by file for a few files, listed once for many (the check
+    runs against pyarrow's filesystem as for s3://; here its local one)."""
+    lh.append("broker_state", make_rows("broker_state", 6))
+    lh.append("broker_state", make_rows("broker_state", 6, start=6))
+    uris = DeltaTable(lh.uri("broker_state")).file_uris()
+    rels = [os.path.relpath(u, lh.uri("broker_state")) for u in uris]
+    monkeypatch.setattr(lh, "is_local", False)
+    monkeypatch.setattr(spark_module, "REMOTE_LOOKUPS_MAX", lookups_max)
+    contract_ = contract("broker_state")
+    slh._check_files_exist(contract_, rels)  # all there: no error
+    os.remove(uris[1])
+    with pytest.raises(LakehouseError, match=r"(?s)1 data file\(s\).*missing.*" + re.escape(os.path.basename(uris[1]))):
+        slh._check_files_exist(contract_, rels)
+    slh._check_files_exist(contract_, rels[:1])  # only the files read are checked
 
 
 def test_foreign_folder_is_refused_and_left_alone(lh, slh, spark):  # noqa: F811
