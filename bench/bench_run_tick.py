@@ -573,7 +573,10 @@ def hour(args, say, fleet, cfg, cfg_data, lh, root, work, spark, land, hour_ms, 
     stop_at = None
     if args.stop_at:
         hh, mm = map(int, args.stop_at.split(":"))
-        stop_at = dt.datetime.now(dt.timezone.utc).replace(hour=hh, minute=mm, second=0, microsecond=0)
+        now = dt.datetime.now(dt.timezone.utc)
+        stop_at = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        if stop_at <= now:  # a time past midnight
+            stop_at += dt.timedelta(days=1)
     for x in range(len(ticks), n_ticks):
         if stop_at is not None and dt.datetime.now(dt.timezone.utc) >= stop_at:
             say(f"--stop-at {args.stop_at}: stopping after {x} of {n_ticks} ticks")
