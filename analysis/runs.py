@@ -144,6 +144,17 @@ def contract_frame(rows: list[dict] | pd.DataFrame, c: TableContract) -> pd.Data
     timestamps and strings; integers and booleans as Python objects with None for null (a count
     computed in float, a missing flag: pandas' nullable dtypes do not survive applyInPandas'
     Arrow path)."""
+    if isinstance(rows, list) and not rows:  # most groups of a job find nothing: built once per contract
+        if c.name not in _EMPTY:
+            _EMPTY[c.name] = _contract_frame(rows, c)
+        return _EMPTY[c.name].copy()
+    return _contract_frame(rows, c)
+
+
+_EMPTY: dict[str, pd.DataFrame] = {}
+
+
+def _contract_frame(rows: list[dict] | pd.DataFrame, c: TableContract) -> pd.DataFrame:
     df = typed_frame(rows, c)
     for col in c.columns:
         if pa.types.is_integer(col.type):

@@ -214,9 +214,11 @@ def _finding(code: str, severity: str, dest_row: pd.Series, run, threshold_s: fl
 def idle_findings(series: pd.DataFrame, dest: pd.DataFrame, unanswered: np.ndarray, threshold_s: float,
                   member_kind: bool, hole_s: float = math.inf) -> list[dict]:
     """stranded-member / no-consumers findings of one destination series."""
+    idle = idle_observations(series)
+    if not idle.any():  # most series of a healthy fleet: no run to build
+        return []
     first = series.iloc[0]
-    runs = stuck_runs(series, idle_observations(series), numbers(series["messages"]), unanswered, threshold_s,
-                      age_is_evidence=True, hole_s=hole_s)
+    runs = stuck_runs(series, idle, numbers(series["messages"]), unanswered, threshold_s, age_is_evidence=True, hole_s=hole_s)
     out = []
     for _, run in runs.iterrows():
         siblings = []
@@ -245,8 +247,10 @@ def idle_findings(series: pd.DataFrame, dest: pd.DataFrame, unanswered: np.ndarr
 def prepared_findings(series: pd.DataFrame, unanswered: np.ndarray, threshold_s: float,
                       hole_s: float = math.inf) -> list[dict]:
     """prepared-transaction findings of one destination series (the head's age is not theirs)."""
-    first = series.iloc[0]
     prepared = numbers(series["prepared_tx_messages"])
+    if not (prepared > 0).any():
+        return []
+    first = series.iloc[0]
     out = []
     runs = stuck_runs(series, prepared > 0, prepared, unanswered, threshold_s, age_is_evidence=False, hole_s=hole_s)
     for _, run in runs.iterrows():
