@@ -598,9 +598,13 @@ def resume_plan(old: pd.DataFrame, new: pd.DataFrame, stored: pd.DataFrame, para
     above)."""
     window, epoch = resume_window(params), pd.Timestamp(0)
     opens = stored[stored["is_open"].astype(bool) & stored["code"].isin(STATE_CODES)]
+    open_starts: dict[tuple, list] = {}  # (group, instance, code) → its open findings' starts
+    for key, t in zip(zip(opens["group_name"], opens["instance"], opens["code"]), opens["start_ts"]):
+        open_starts.setdefault(key, []).append(pd.Timestamp(t))
+    old_of = dict(tuple(old.groupby("group_name", sort=False)))  # one pass, not one filter per group
     plan = {}
     for g, rows in new.groupby("group_name", sort=True):
-        mine = old[old["group_name"] == g].set_index("instance")
+        mine = old_of.get(g, old.iloc[:0]).set_index("instance")
         first_new = pd.Timestamp(rows["first_ts"].min())
         if mine.empty:  # a new group: all its rows are new
             plan[g] = (first_new, first_new)
@@ -615,8 +619,7 @@ def resume_plan(old: pd.DataFrame, new: pd.DataFrame, stored: pd.DataFrame, para
                     continue  # no new observation in this series: its runs stay as stored
                 last = mine.at[r.instance, f"last_{series}_ts"]
                 starts += [first_new, *([] if pd.isna(last) else [pd.Timestamp(last) - window])]
-                starts += [pd.Timestamp(t) for t in opens.loc[(opens["group_name"] == g) & (opens["instance"] == r.instance)
-                                                               & (opens["code"] == code), "start_ts"]]
+                starts += open_starts.get((g, r.instance, code), [])
         if starts:
             resume = min(starts)
             plan[g] = (resume, resume - window - max_age(params))
