@@ -5,8 +5,8 @@ the failover in it, told in plain words, with the same id after a `--full` rerun
 
 import pandas as pd
 
-from analysis.incidents import (EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, assigned_evidence, evidence,
-                                incidents, summarize_incident)
+from analysis.incidents import (EVIDENCE_COLUMNS, SOURCE_TABLES, assign_incidents, evidence, incident_tables,
+                                summarize_incident)
 from analysis.runs import contract_frame, stable_id
 from lakehouse.store import Lakehouse
 from lakehouse.tables import contract
@@ -103,8 +103,8 @@ FAILOVER = {"event_id": "ev1", "kind": "activemq", "group_name": "g", "event_typ
 
 
 def run(spark, gap_s=300, **rows):
-    found, rows_ev = incidents(assigned_evidence(evidence(gold_frames(spark, **rows), {"amq-a": "activemq"}), gap_s))
-    return [r.asDict() for r in found.collect()], [r.asDict() for r in rows_ev.collect()]
+    found, rows_ev = incident_tables(evidence(gold_frames(spark, **rows), {"amq-a": "activemq"}), gap_s)
+    return found.to_dict("records"), rows_ev.to_dict("records")
 
 
 def test_a_clean_failover_is_one_incident_without_split_brain(spark):
