@@ -23,6 +23,7 @@ import os
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta, timezone
 from typing import Any
 
 import pyarrow as pa
@@ -416,7 +417,8 @@ class Lakehouse:
 
             metrics = self._call(name, "merge into", merge)
             return int(metrics.get("num_target_rows_inserted", 0))
-        existing = self._call(name, "read keys of", lambda: pa.table(dt.scan(columns=keys, predicate=touched)))
+        where = " AND ".join(f"({p})" for p in (touched, _ts_window(c, tbl)) if p) or None
+        existing = self._call(name, "read keys of", lambda: pa.table(dt.scan(columns=keys, predicate=where)))
         if existing.num_rows:
             existing = existing.cast(pa.schema([c.schema.field(k) for k in keys]))
             fresh = tbl.join(existing.group_by(keys).aggregate([]), keys=keys, join_type="left anti",
@@ -720,6 +722,21 @@ def _dedup(tbl: pa.Table, keys: list[str]) -> pa.Table:
     if len(firsts) == tbl.num_rows:
         return tbl
     return tbl.take(firsts.take(pc.sort_indices(firsts)))  # the first row of each key, in batch order
+
+
+def _ts_window(c: TableContract, tbl: pa.Table) -> str | None:
+    """For a contract whose key hashes ts to the millisecond (`key_includes_ts`): a predicate on ts
+    that every stored row sharing a key with `tbl` meets (its ts lies in a batch row's millisecond;
+    one ms of slack each side, also for the log's millisecond statistics), so the key read prunes
+    the files by their ts range. None otherwise."""
+    if not c.key_includes_ts or tbl.num_rows == 0:
+        return None
+    lo, hi = pc.min(tbl.column("ts")).as_py(), pc.max(tbl.column("ts")).as_py()
+    if lo is None:
+        return None
+    ms = timedelta(milliseconds=1)
+    return (f"ts >= '{(lo - ms).astimezone(timezone.utc).isoformat()}' AND "
+            f"ts <= '{(hi + ms).astimezone(timezone.utc).isoformat()}'")
 
 
 def _pyarrow_fs(uri: str, storage_options: dict | None = None):

@@ -37,6 +37,10 @@ class TableContract:
     partition_by: tuple[str, ...] = ()
     written_by: str = ""
     extra: dict = field(default_factory=dict)
+    # the key hashes `ts` to the millisecond (obs_key: collectors/base.py): two rows with one key lie in
+    # the same millisecond, so an idempotent append looks for a batch's keys only in the files whose ts
+    # range reaches the batch's (Lakehouse.append_new) — a flush costs what the batch costs, not the day
+    key_includes_ts: bool = False
 
     @property
     def schema(self) -> pa.Schema:
@@ -129,6 +133,7 @@ BRONZE_JOLOKIA = TableContract(
         _c("collector", pa.string(), "who wrote the row: `collect` (live) or `replay:<file>`"),
     ),
     keys=("obs_key",),
+    key_includes_ts=True,
     partition_by=("obs_date",),
     written_by="collectors (brokerscope collect / replay)",
 )
@@ -744,6 +749,7 @@ BRONZE_ZK = TableContract(
         _c("collector", pa.string(), "who wrote the row: `collect` (live) or `replay:<file>`"),
     ),
     keys=("obs_key",),
+    key_includes_ts=True,
     partition_by=("obs_date",),
     written_by="collectors.zookeeper (brokerscope collect / replay)",
 )
@@ -986,6 +992,7 @@ BRONZE_KAFKA = TableContract(
         _c("collector", pa.string(), "who wrote the row: `collect` (live) or `replay:<file>`"),
     ),
     keys=("obs_key",),
+    key_includes_ts=True,
     partition_by=("obs_date",),
     written_by="collectors.kafka_offsets (brokerscope collect / replay)",
 )

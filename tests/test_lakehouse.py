@@ -156,6 +156,27 @@ def test_append_new_default_and_first_write(lh):
     assert lh.read("bronze_jolokia").num_rows == 5
 
 
+def test_append_new_of_bronze_reads_only_the_files_its_time_reaches(lh, monkeypatch):
+    """bronze keys hash ts to the millisecond: the key check reads only the files whose ts range
+    reaches the batch's, and still finds every stored key — an old batch replayed, a batch mixing
+    old and new rows, a duplicate later within its millisecond (the window's slack)."""
+    hours = [make_rows("bronze_jolokia", 30, start=h * 180) for h in range(4)]  # 4 files, an hour apart
+    for rows in hours:
+        assert lh.append_new("bronze_jolokia", rows) == 30
+    read = []
+    scan = DeltaTable.scan
+    monkeypatch.setattr(DeltaTable, "scan", lambda self, **kw: (read.append(kw.get("predicate")), scan(self, **kw))[1])
+    assert lh.append_new("bronze_jolokia", hours[1]) == 0  # replayed
+    assert "ts >=" in read[-1]
+    later = make_rows("bronze_jolokia", 5, start=4 * 180)
+    assert lh.append_new("bronze_jolokia", hours[0][:3] + later) == 5  # old and new: only the new land
+    same_ms = dict(hours[2][7], ts=hours[2][7]["ts"] + dt.timedelta(microseconds=900))
+    assert lh.append_new("bronze_jolokia", [same_ms]) == 0
+    window = read[-1]
+    assert lh.read("bronze_jolokia").num_rows == 4 * 30 + 5
+    assert len(pa.table(scan(DeltaTable(lh.uri("bronze_jolokia")), columns=["obs_key"], predicate=window))) == 1
+
+
 def test_overwrite_idempotent_and_partition_overwrite(lh):
     rows = make_rows("broker_state", 10)
     assert lh.overwrite("broker_state", rows) == 10
