@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stop-at", help="end the ticks at this UTC wall-clock time (HH:MM), reporting the ticks run so far")
     ap.add_argument("--profile", action="store_true",
                     help="run each tick under cProfile and print where the tick's wall time went (the jobs' Python "
-                         "functions, which wait on their Spark actions)")
+                         "functions, which wait on their Spark actions), and keep each tick's pstats in --workdir")
     ap.add_argument("--resume", action="store_true", help="continue the ticks of an earlier run in --workdir (its progress.json)")
     ap.add_argument("--workdir", help="keep the lakehouse here (default: a temp dir, removed)")
     args = ap.parse_args(argv)
@@ -606,6 +606,7 @@ def hour(args, say, fleet, cfg, cfg_data, lh, root, work, spark, land, hour_ms, 
             + (f"  FULL: {'; '.join(full)}" if full else "") + f"  failovers {counts.get('failover_events')}; driver live heap {heap_mb:.0f} MB")
         if args.profile:
             print_profile(prof, tick_s)
+            prof.dump_stats(os.path.join(work, f"tick{x + 1:03d}.pstats"))  # for pstats' callers/callees
         lo = hi
         info["next_lo"] = lo
         with open(marker, "w") as fh:
@@ -700,8 +701,14 @@ def equal_to_full(cfg_data: dict, root: str, work: str, spark, say) -> str:
     for layer in os.listdir(root):
         if layer in kept:
             subprocess.run(["cp", "-al", os.path.join(root, layer), os.path.join(copy_root, layer)], check=True)
+    # the silver job's own state goes with silver: it anchors silver's watermark, and without it the copy's
+    # silver job would rebuild silver from the bronze tail alone (the history was written straight to silver)
+    silver_state = ["silver_carry"]
+    os.makedirs(os.path.join(copy_root, "state"), exist_ok=True)
+    for name in silver_state:
+        subprocess.run(["cp", "-al", lh.uri(name), os.path.join(copy_root, "state", name)], check=True)
     derived = sorted({name for layer in os.listdir(root) if layer not in kept and os.path.isdir(os.path.join(root, layer))
-                      for name in os.listdir(os.path.join(root, layer)) if not name.startswith((".", "_"))})
+                      for name in os.listdir(os.path.join(root, layer)) if not name.startswith((".", "_"))} - set(silver_state))
     t = time.perf_counter()
     analyze(config_from_dict(cfg_data | {"lakehouse": copy_root}), spark=spark)
     full_s = time.perf_counter() - t
