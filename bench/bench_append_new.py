@@ -37,12 +37,12 @@ FLUSH_S = 2.0
 
 
 def exchanges(targets: int, lo_s: float, hi_s: float) -> pa.Table:
-    """Every target's scrapes with lo_s <= t < hi_s (seconds of the day; a target's phase: its index)."""
+    """Every target's scrapes with lo_s <= t < hi_s (seconds of the day)."""
     rows = []
     k = int(lo_s // SCRAPE_S)
     while k * SCRAPE_S < hi_s:
         for t in range(targets):
-            s = k * SCRAPE_S + (t % 5000) / 1000.0
+            s = k * SCRAPE_S + t * SCRAPE_S / targets  # phases spread over the interval, as the collector spreads them
             if lo_s <= s < hi_s:
                 ts = T0 + dt.timedelta(seconds=s)
                 rows.append((hashlib.sha256(f"t{t}|{s}".encode()).hexdigest()[:32], ts, f"amq-{t:04d}"))
