@@ -32,10 +32,21 @@ class LabError(RuntimeError):
     """Lab could not reach the requested state (message includes the broker log tail when useful)."""
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now, never the same twice in this process: the kernel may give a
+    just-released port to the next bind(0), and a lab hands out several before any is bound (a
+    waiting ActiveMQ slave binds its connectors only when it becomes master: one got its own
+    Jolokia port as its STOMP port and exited with "Address already in use")."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def java_tool(name: str) -> str:

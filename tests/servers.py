@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
+from infra.processes import free_port  # noqa: F401 - the tests' one way to pick a port
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -55,10 +57,6 @@ def agent_jvm(tmp: Path, user: str | None = None, password: str | None = None,
         stop_process(proc)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Handler(BaseHTTPRequestHandler):
